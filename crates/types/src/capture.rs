@@ -1,0 +1,541 @@
+//! The capture format `salvage.capture/1`: one failing session plus how its upstream behaves.
+//!
+//! [`read_capture`] refuses an unknown `format` and reports the file, the JSON path and the
+//! problem for any malformed field.
+
+use crate::message::History;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The one format version this build reads and writes.
+pub const CAPTURE_FORMAT: &str = "salvage.capture/1";
+/// Every format version this build reads.
+pub const KNOWN_FORMATS: &[&str] = &[CAPTURE_FORMAT];
+
+/// One captured failing session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capture {
+    /// Always [`CAPTURE_FORMAT`].
+    pub format: String,
+    /// A stable identifier (file names and reports use it).
+    pub id: String,
+    /// One line for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The client that saw the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientInfo>,
+    /// Provider name (`anthropic`, `openai`, `bedrock`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The `CHATCLI_*` settings in force, as strings.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+    /// The history of the rejected request.
+    pub history: History,
+    /// What the client saw.
+    pub failure: Failure,
+    /// The simulated world for replay.
+    #[serde(default)]
+    pub upstream: Upstream,
+    /// Recorded model outputs replayed exactly.
+    #[serde(default)]
+    pub recorded: Recorded,
+    /// What the corpus asserts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
+}
+
+/// The client that produced the capture.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientInfo {
+    /// Client name, e.g. `chatcli`.
+    pub name: String,
+    /// `chat`, `agent`, `coder`…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<String>,
+}
+
+/// The failure as the client saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    /// HTTP status; null for transport failures.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The error text as printed.
+    #[serde(default)]
+    pub message: String,
+    /// The transport error, if any.
+    #[serde(default)]
+    pub transport: Option<String>,
+    /// The byte size of the rejected request, when the provider annotated it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected_request_bytes: Option<u64>,
+}
+
+/// The simulated upstream; every part optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Upstream {
+    /// A gateway with a body cap.
+    #[serde(default)]
+    pub gateway: Option<Gateway>,
+    /// The model's window and output cap.
+    #[serde(default)]
+    pub model: Option<ModelSpec>,
+    /// Provider-side context editing (behaviour spec section 9).
+    #[serde(default)]
+    pub context_editing: Option<ContextEditing>,
+    /// Scripted replies for successive accepted requests.
+    #[serde(default)]
+    pub responses: Vec<ScriptedResponse>,
+}
+
+/// A gateway or proxy that caps the request body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gateway {
+    /// A body larger than this is rejected.
+    #[serde(default)]
+    pub max_body_bytes: Option<u64>,
+    /// How it rejects.
+    #[serde(default = "RejectStyle::default_style")]
+    pub rejects_with: RejectStyle,
+    /// The rejection carries the request's byte size.
+    #[serde(default)]
+    pub reports_request_size: bool,
+}
+
+crate::string_enum! {
+    /// How a gateway rejects an oversized body.
+    pub enum RejectStyle {
+        /// A plain `413 Payload Too Large`.
+        Http413 => "http_413",
+        /// `431 Request Header Fields Too Large`.
+        Http431 => "http_431",
+        /// 403 with a firewall signal in the body.
+        Waf403 => "waf_403",
+        /// An HTML block page, seen by the client as the SDK's JSON-decode error.
+        WafHtml403 => "waf_html_403",
+        /// The connection is reset.
+        ConnectionReset => "connection_reset",
+        /// The stream ends early.
+        Eof => "eof",
+    }
+}
+
+impl RejectStyle {
+    fn default_style() -> RejectStyle {
+        RejectStyle::Http413
+    }
+}
+
+/// The model's limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// The context window in tokens.
+    #[serde(default)]
+    pub context_window_tokens: Option<u64>,
+    /// Which provider's overflow wording to answer with.
+    #[serde(default)]
+    pub overflow_style: Option<OverflowStyle>,
+    /// The provider's output-token cap (for escalation).
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+}
+
+crate::string_enum! {
+    /// A provider's overflow wording.
+    pub enum OverflowStyle {
+        /// `prompt is too long: N tokens > M maximum`.
+        Anthropic => "anthropic",
+        /// `context_length_exceeded`.
+        Openai => "openai",
+        /// `The input token count (N) exceeds the maximum number of tokens allowed (M).`
+        Gemini => "gemini",
+        /// `This model's maximum prompt length is M but the request contains N tokens.`
+        Xai => "xai",
+        /// `… too large for model with M maximum context length`.
+        Mistral => "mistral",
+        /// `Input is too long for requested model.`
+        Bedrock => "bedrock",
+    }
+}
+
+/// Provider-side `clear_tool_uses` settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextEditing {
+    /// Input tokens that trigger clearing (default 100 000).
+    #[serde(default = "default_trigger")]
+    pub trigger_input_tokens: u64,
+    /// Most recent tool uses kept (default 5).
+    #[serde(default = "default_keep")]
+    pub keep_tool_uses: u64,
+    /// Clear at least this many tokens (default 20 000).
+    #[serde(default = "default_clear")]
+    pub clear_at_least_tokens: u64,
+}
+
+fn default_trigger() -> u64 {
+    100_000
+}
+fn default_keep() -> u64 {
+    5
+}
+fn default_clear() -> u64 {
+    20_000
+}
+
+/// A scripted reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedResponse {
+    /// Why the reply stopped.
+    #[serde(default = "StopReason::end_turn")]
+    pub stop_reason: StopReason,
+    /// The reply's text.
+    #[serde(default)]
+    pub content: String,
+    /// Provider usage block, kept as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<serde_json::Value>,
+}
+
+crate::string_enum! {
+    /// Why a reply stopped.
+    pub enum StopReason {
+        /// A complete answer.
+        EndTurn => "end_turn",
+        /// Anthropic's output-limit stop.
+        MaxTokens => "max_tokens",
+        /// OpenAI's output-limit stop.
+        Length => "length",
+    }
+}
+
+impl StopReason {
+    fn end_turn() -> StopReason {
+        StopReason::EndTurn
+    }
+
+    /// True when the reply was cut at the output limit.
+    pub fn is_output_limit(self) -> bool {
+        matches!(self, StopReason::MaxTokens | StopReason::Length)
+    }
+}
+
+/// Recorded model outputs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recorded {
+    /// Summarizer outputs in call order.
+    #[serde(default)]
+    pub summaries: Vec<String>,
+}
+
+/// What a corpus capture asserts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// Recovery attempts used, at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// The rung that succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
+    /// Whether the payload notice was injected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice_injected: Option<bool>,
+    /// The learned cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_learned_bytes: Option<u64>,
+}
+
+crate::string_enum! {
+    /// How a replay ended.
+    pub enum Outcome {
+        /// A request was accepted after recovery.
+        Recovered => "recovered",
+        /// The floor diagnosis stopped it.
+        FailedFast => "failed_fast",
+        /// Attempts were used up.
+        Exhausted => "exhausted",
+        /// Compaction cannot fix the failure's class.
+        NotRecoverable => "not_recoverable",
+        /// The first request was accepted.
+        NoFailure => "no_failure",
+    }
+}
+
+/// Why a capture could not be read. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is larger than the configured ceiling.
+    #[error("{file}: file is {size} bytes, over the {limit}-byte limit for a capture")]
+    TooLarge {
+        /// The file.
+        file: String,
+        /// Its size.
+        size: u64,
+        /// The ceiling.
+        limit: u64,
+    },
+    /// The bytes are not UTF-8.
+    #[error("{file}: invalid UTF-8 at byte {offset} (line {line})")]
+    InvalidUtf8 {
+        /// The file.
+        file: String,
+        /// Byte offset of the first bad byte.
+        offset: usize,
+        /// Its line.
+        line: usize,
+    },
+    /// The JSON is malformed.
+    #[error("{file}: malformed JSON at line {line}, column {column}: {problem}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// Line.
+        line: usize,
+        /// Column.
+        column: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The `format` is not one this build knows.
+    #[error("{file}: format: unknown capture format {found:?} (this build reads {known})")]
+    UnknownFormat {
+        /// The file.
+        file: String,
+        /// What the file says (`<missing>` when absent).
+        found: String,
+        /// The known versions.
+        known: String,
+    },
+    /// A field is malformed.
+    #[error("{file}: {path}: {problem}")]
+    Field {
+        /// The file.
+        file: String,
+        /// The JSON path, e.g. `history[3].role`.
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl CaptureError {
+    /// The file the error is about.
+    pub fn file(&self) -> &str {
+        match self {
+            CaptureError::Io { file, .. }
+            | CaptureError::TooLarge { file, .. }
+            | CaptureError::InvalidUtf8 { file, .. }
+            | CaptureError::Syntax { file, .. }
+            | CaptureError::UnknownFormat { file, .. }
+            | CaptureError::Field { file, .. } => file,
+        }
+    }
+}
+
+/// Default ceiling on a capture file's size (1 GiB).
+pub const DEFAULT_MAX_CAPTURE_BYTES: u64 = 1 << 30;
+
+/// Reads and validates a capture file.
+pub fn read_capture(path: &Path) -> Result<Capture, CaptureError> {
+    read_capture_limited(path, DEFAULT_MAX_CAPTURE_BYTES)
+}
+
+/// Reads a capture file, refusing files larger than `max_bytes` before reading them.
+pub fn read_capture_limited(path: &Path, max_bytes: u64) -> Result<Capture, CaptureError> {
+    let file = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|source| CaptureError::Io { file: file.clone(), source })?;
+    if meta.len() > max_bytes {
+        return Err(CaptureError::TooLarge { file, size: meta.len(), limit: max_bytes });
+    }
+    let bytes = std::fs::read(path).map_err(|source| CaptureError::Io { file: file.clone(), source })?;
+    parse_capture(&bytes, &file)
+}
+
+/// Checks that bytes are UTF-8, reporting the first bad byte and its line.
+pub fn check_utf8<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, CaptureError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let line = 1 + bytes[..offset].iter().filter(|b| **b == b'\n').count();
+        CaptureError::InvalidUtf8 { file: file.to_string(), offset, line }
+    })
+}
+
+/// Maps a serde_json error at a path to a [`CaptureError`].
+pub fn json_error(file: &str, err: serde_path_to_error::Error<serde_json::Error>) -> CaptureError {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    match inner.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            CaptureError::Syntax {
+                file: file.to_string(),
+                line: inner.line(),
+                column: inner.column(),
+                problem: strip_position(&inner.to_string()),
+            }
+        }
+        serde_json::error::Category::Io | serde_json::error::Category::Data => CaptureError::Field {
+            file: file.to_string(),
+            path: if path == "." { "(top level)".to_string() } else { path },
+            problem: strip_position(&inner.to_string()),
+        },
+    }
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// Deserializes JSON bytes into `T`, reporting errors by file and JSON path.
+pub fn from_json_bytes<T: serde::de::DeserializeOwned>(bytes: &[u8], file: &str) -> Result<T, CaptureError> {
+    check_utf8(bytes, file)?;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // Deeply nested hostile input is refused by serde_json's recursion limit (128).
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(file, e))?;
+    de.end().map_err(|e| CaptureError::Syntax {
+        file: file.to_string(),
+        line: e.line(),
+        column: e.column(),
+        problem: strip_position(&e.to_string()),
+    })?;
+    Ok(value)
+}
+
+/// Parses and validates capture bytes; `file` names the source in errors.
+pub fn parse_capture(bytes: &[u8], file: &str) -> Result<Capture, CaptureError> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        format: Option<serde_json::Value>,
+    }
+    let probe: Probe = from_json_bytes(bytes, file).map_err(|e| match e {
+        CaptureError::Field { file, path, problem } if path == "(top level)" => CaptureError::Field {
+            file,
+            path,
+            problem: format!("{problem} (a capture is a JSON object)"),
+        },
+        other => other,
+    })?;
+    match probe.format {
+        Some(serde_json::Value::String(f)) if KNOWN_FORMATS.contains(&f.as_str()) => {}
+        other => {
+            let found = match other {
+                None => "<missing>".to_string(),
+                Some(serde_json::Value::String(s)) => s,
+                Some(v) => v.to_string(),
+            };
+            return Err(CaptureError::UnknownFormat {
+                file: file.to_string(),
+                found,
+                known: KNOWN_FORMATS.join(", "),
+            });
+        }
+    }
+    let capture: Capture = from_json_bytes(bytes, file)?;
+    capture.validate(file)?;
+    Ok(capture)
+}
+
+impl Capture {
+    /// Checks what the types cannot: a non-empty id and history.
+    pub fn validate(&self, file: &str) -> Result<(), CaptureError> {
+        let field = |path: &str, problem: &str| CaptureError::Field {
+            file: file.to_string(),
+            path: path.to_string(),
+            problem: problem.to_string(),
+        };
+        if self.id.trim().is_empty() {
+            return Err(field("id", "must not be empty"));
+        }
+        if self.history.is_empty() {
+            return Err(field("history", "is empty: a capture needs the history of the rejected request"));
+        }
+        Ok(())
+    }
+
+    /// Serializes as pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"format":"salvage.capture/1","id":"x","history":[{"role":"user","content":"hi"}],"failure":{"status":413,"message":"413 Payload Too Large"}}"#;
+
+    #[test]
+    fn reads_a_minimal_capture() {
+        let c = parse_capture(GOOD.as_bytes(), "c.json").unwrap();
+        assert_eq!(c.failure.status, Some(413));
+        assert_eq!(c.upstream, Upstream::default());
+    }
+
+    #[test]
+    fn unknown_format_names_known_versions() {
+        let bad = GOOD.replace("salvage.capture/1", "salvage.capture/9");
+        let e = parse_capture(bad.as_bytes(), "c.json").unwrap_err().to_string();
+        assert_eq!(e, r#"c.json: format: unknown capture format "salvage.capture/9" (this build reads salvage.capture/1)"#);
+    }
+
+    #[test]
+    fn malformed_field_names_path() {
+        let bad = GOOD.replace(r#""role":"user""#, r#""role":5"#);
+        let e = parse_capture(bad.as_bytes(), "c.json").unwrap_err().to_string();
+        assert!(e.starts_with("c.json: history[0].role: invalid type: integer `5`"), "{e}");
+    }
+
+    #[test]
+    fn truncated_json_reports_position() {
+        let e = parse_capture(&GOOD.as_bytes()[..40], "c.json").unwrap_err();
+        assert!(matches!(e, CaptureError::Syntax { line: 1, .. }), "{e}");
+    }
+
+    #[test]
+    fn invalid_utf8_reports_offset_and_line() {
+        let mut b = GOOD.as_bytes().to_vec();
+        b.insert(10, b'\n');
+        b.insert(20, 0xff);
+        let e = parse_capture(&b, "c.json").unwrap_err().to_string();
+        assert_eq!(e, "c.json: invalid UTF-8 at byte 20 (line 2)");
+    }
+
+    #[test]
+    fn empty_history_and_unknown_field_are_refused() {
+        let empty = GOOD.replace(r#"[{"role":"user","content":"hi"}]"#, "[]");
+        assert!(parse_capture(empty.as_bytes(), "c.json").unwrap_err().to_string().contains("history: is empty"));
+        let typo = GOOD.replace(r#""status":413"#, r#""statsu":413"#);
+        let e = parse_capture(typo.as_bytes(), "c.json").unwrap_err().to_string();
+        assert!(e.contains("failure.statsu") || e.contains("unknown field `statsu`"), "{e}");
+    }
+}

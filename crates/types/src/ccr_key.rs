@@ -1,0 +1,163 @@
+//! CCR keys and markers: `<<ccr:` + the first 16 lowercase hex characters of `blake3(original)` + `>>`.
+
+use std::fmt;
+
+/// Hex characters in a marker key (the reference client's length).
+pub const MARKER_HEX_LEN: usize = 16;
+/// What opens a marker.
+pub const MARKER_OPEN: &str = "<<ccr:";
+/// What closes a marker.
+pub const MARKER_CLOSE: &str = ">>";
+
+/// The full identity of an archived original: its 32-byte BLAKE3 hash.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CcrKey(pub [u8; 32]);
+
+impl CcrKey {
+    /// The key of some bytes.
+    pub fn of(bytes: &[u8]) -> CcrKey {
+        CcrKey(*blake3::hash(bytes).as_bytes())
+    }
+
+    /// All 64 lowercase hex characters.
+    pub fn hex(&self) -> String {
+        blake3::Hash::from_bytes(self.0).to_hex().to_string()
+    }
+
+    /// The 16-hex short key written into markers.
+    pub fn short(&self) -> String {
+        let mut h = self.hex();
+        h.truncate(MARKER_HEX_LEN);
+        h
+    }
+
+    /// The marker `<<ccr:SHORT>>`.
+    pub fn marker(&self) -> String {
+        marker_for(&self.short())
+    }
+
+    /// Parses 64 hex characters (any case).
+    pub fn from_hex(hex: &str) -> Option<CcrKey> {
+        blake3::Hash::from_hex(hex.to_ascii_lowercase()).ok().map(|h| CcrKey(*h.as_bytes()))
+    }
+}
+
+impl fmt::Debug for CcrKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CcrKey({})", self.hex())
+    }
+}
+
+impl fmt::Display for CcrKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+/// A key as a user or a marker names it: 16 to 64 lowercase hex characters, a prefix of a hash.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyPrefix(String);
+
+/// Why a text is not a key prefix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyPrefixError {
+    /// Too short or too long.
+    #[error("a CCR key needs 16 to 64 hex characters (got {0})")]
+    Length(usize),
+    /// A character that is not hex.
+    #[error("a CCR key needs 16 to 64 hex characters; {0:?} is not hex")]
+    NotHex(char),
+}
+
+impl KeyPrefix {
+    /// Parses a prefix, lowercasing it.
+    pub fn parse(text: &str) -> Result<KeyPrefix, KeyPrefixError> {
+        if let Some(c) = text.chars().find(|c| !c.is_ascii_hexdigit()) {
+            return Err(KeyPrefixError::NotHex(c));
+        }
+        if !(MARKER_HEX_LEN..=64).contains(&text.len()) {
+            return Err(KeyPrefixError::Length(text.len()));
+        }
+        Ok(KeyPrefix(text.to_ascii_lowercase()))
+    }
+
+    /// The lowercase hex text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// True when `key` starts with this prefix.
+    pub fn matches(&self, key: &CcrKey) -> bool {
+        key.hex().starts_with(&self.0)
+    }
+}
+
+impl fmt::Display for KeyPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The marker for a short key.
+pub fn marker_for(short: &str) -> String {
+    format!("{MARKER_OPEN}{short}{MARKER_CLOSE}")
+}
+
+/// The line appended to content cut in place whose original is archived.
+pub fn recoverable_suffix(key: &CcrKey) -> String {
+    format!("\n[full content recoverable via @recall {}]", key.marker())
+}
+
+/// The canonical markers (`<<ccr:` + 16 lowercase hex + `>>`) in a text, in order, repeats kept.
+pub fn find_markers(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(MARKER_OPEN) {
+        let after = &rest[i + MARKER_OPEN.len()..];
+        let hex_ok = after.len() >= MARKER_HEX_LEN + MARKER_CLOSE.len()
+            && after.as_bytes()[..MARKER_HEX_LEN]
+                .iter()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            && after[MARKER_HEX_LEN..].starts_with(MARKER_CLOSE);
+        if hex_ok {
+            out.push(&after[..MARKER_HEX_LEN]);
+            rest = &after[MARKER_HEX_LEN + MARKER_CLOSE.len()..];
+        } else {
+            rest = after;
+        }
+    }
+    out
+}
+
+/// True when a text carries at least one canonical marker.
+pub fn has_marker(text: &str) -> bool {
+    !find_markers(text).is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_and_marker_shape() {
+        let k = CcrKey::of(b"hello world");
+        assert_eq!(k.hex().len(), 64);
+        assert_eq!(k.marker(), format!("<<ccr:{}>>", &k.hex()[..16]));
+        assert_eq!(CcrKey::from_hex(&k.hex().to_uppercase()), Some(k));
+    }
+
+    #[test]
+    fn markers_are_found_in_order() {
+        let t = "a <<ccr:0123456789abcdef>> b <<ccr:XYZ>> <<ccr:0123456789abcdeF>> <<ccr:fedcba9876543210>>";
+        assert_eq!(find_markers(t), vec!["0123456789abcdef", "fedcba9876543210"]);
+        assert!(!has_marker("<<ccr:0123>>"));
+    }
+
+    #[test]
+    fn prefix_rules() {
+        assert!(KeyPrefix::parse("aaaabbbbccccddd").is_err());
+        assert!(KeyPrefix::parse(&"a".repeat(65)).is_err());
+        assert!(matches!(KeyPrefix::parse("aaaabbbbccccdddz"), Err(KeyPrefixError::NotHex('z'))));
+        assert_eq!(KeyPrefix::parse("AAAABBBBCCCCDDDD").unwrap().as_str(), "aaaabbbbccccdddd");
+    }
+}

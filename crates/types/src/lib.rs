@@ -1,0 +1,27 @@
+//! Shared vocabulary of salvage: messages and histories in the reference client's JSON shape,
+//! message weight, byte sizes, char-safe truncation, CCR keys and markers, failure classes, the
+//! capture format and the configuration struct.
+//!
+//! This crate owns data and the rules that define it; it does no I/O beyond reading a capture
+//! file and depends on nothing heavier than serde, serde_json, blake3 and chrono (plus two tiny
+//! decoding helpers for image weight). The design decision to know: every persisted shape here is
+//! versioned and its JSON names are the reference client's own, so its session files load as-is.
+
+pub mod bytesize;
+pub mod capture;
+pub mod ccr_key;
+pub mod class;
+pub mod config;
+pub mod message;
+pub mod names;
+pub mod truncate;
+pub mod vectors;
+pub mod weight;
+
+pub use bytesize::{format_bytes, ByteSize};
+pub use capture::{Capture, CaptureError, Expect, Failure, Outcome};
+pub use ccr_key::{CcrKey, KeyPrefix};
+pub use class::{ErrorClass, FallbackAction, RecoveryPath};
+pub use config::Config;
+pub use message::{History, Message, Role, ToolCall};
+pub use weight::{history_weight, message_weight};

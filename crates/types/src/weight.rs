@@ -1,0 +1,167 @@
+//! Message weight: the honest payload size of a message (behaviour spec section 1).
+
+use crate::message::{Image, Message};
+use base64::Engine;
+
+/// Long edge an image is scaled down to before its tokens are estimated.
+pub const IMAGE_MAX_EDGE: u64 = 1568;
+/// The smallest token estimate for any image.
+pub const IMAGE_MIN_TOKENS: u64 = 85;
+
+/// Estimated tokens of one image.
+///
+/// A decodable image is scaled so its long edge is at most 1568 px, then `w·h/750`, floor 85;
+/// undecodable bytes count `max(85, len/2048)`; a URL-only image counts 85.
+pub fn image_tokens(image: &Image) -> u64 {
+    let Some(data) = image.data.as_deref().filter(|d| !d.is_empty()) else {
+        return IMAGE_MIN_TOKENS;
+    };
+    // Strip a data-URL prefix if present.
+    let b64 = match data.find(";base64,") {
+        Some(i) if data.starts_with("data:") => &data[i + 8..],
+        _ => data,
+    };
+    match dimensions(b64) {
+        Some((w, h)) => {
+            let (w, h) = scale_to_edge(w, h);
+            (w.saturating_mul(h) / 750).max(IMAGE_MIN_TOKENS)
+        }
+        None => (decoded_len(b64) / 2048).max(IMAGE_MIN_TOKENS),
+    }
+}
+
+fn scale_to_edge(w: u64, h: u64) -> (u64, u64) {
+    let long = w.max(h);
+    if long <= IMAGE_MAX_EDGE || long == 0 {
+        return (w, h);
+    }
+    // Integer scaling: w·1568/long, rounded down.
+    (
+        w.saturating_mul(IMAGE_MAX_EDGE) / long,
+        h.saturating_mul(IMAGE_MAX_EDGE) / long,
+    )
+}
+
+/// Reads width and height from the image header, decoding only a prefix of the base64 first.
+fn dimensions(b64: &str) -> Option<(u64, u64)> {
+    let engine = base64::engine::general_purpose::STANDARD;
+    // Headers of PNG, GIF, WebP and most JPEGs lie in the first few KB.
+    let prefix_len = (b64.len().min(64 * 1024) / 4) * 4;
+    let try_decode = |s: &str| -> Option<(u64, u64)> {
+        let bytes = engine.decode(s.trim_end_matches('=')).ok().or_else(|| engine.decode(s).ok())?;
+        let size = imagesize::blob_size(&bytes).ok()?;
+        let (w, h) = (u64::try_from(size.width).ok()?, u64::try_from(size.height).ok()?);
+        (w > 0 && h > 0).then_some((w, h))
+    };
+    if prefix_len > 0 && prefix_len < b64.len() {
+        if let Some(d) = base64::engine::general_purpose::STANDARD_NO_PAD
+            .decode(&b64[..prefix_len])
+            .ok()
+            .and_then(|bytes| imagesize::blob_size(&bytes).ok())
+            .and_then(|s| Some((u64::try_from(s.width).ok()?, u64::try_from(s.height).ok()?)))
+            .filter(|(w, h)| *w > 0 && *h > 0)
+        {
+            return Some(d);
+        }
+    }
+    try_decode(b64)
+}
+
+/// Decoded byte length of a base64 string, computed without decoding.
+fn decoded_len(b64: &str) -> u64 {
+    let trimmed = b64.trim_end_matches('=');
+    (trimmed.len() as u64).saturating_mul(3) / 4
+}
+
+/// Length of the compact JSON serialization of a value, without allocating it.
+pub fn compact_json_len(value: &serde_json::Value) -> u64 {
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len() as u64);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Counter(0);
+    // Serializing a Value into a writer that never fails cannot fail.
+    if serde_json::to_writer(&mut c, value).is_err() {
+        return 0;
+    }
+    c.0
+}
+
+/// The weight of one message: content, tool calls, images (tokens × 4) and the system-parts excess.
+pub fn message_weight(m: &Message) -> u64 {
+    let mut w = m.content.len() as u64;
+    for call in &m.tool_calls {
+        w = w
+            .saturating_add(call.name.len() as u64)
+            .saturating_add(compact_json_len(&call.arguments));
+    }
+    for image in &m.images {
+        w = w.saturating_add(image_tokens(image).saturating_mul(4));
+    }
+    if !m.system_parts.is_empty() {
+        let parts: u64 = m.system_parts.iter().map(|p| p.text.len() as u64).sum();
+        w = w.saturating_add(parts.saturating_sub(m.content.len() as u64));
+    }
+    w
+}
+
+/// The weight of a history: the sum of its messages' weights.
+pub fn history_weight(history: &[Message]) -> u64 {
+    history.iter().map(message_weight).fold(0u64, u64::saturating_add)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(w: u32, h: u32) -> String {
+        // A minimal PNG header with an IHDR chunk: enough for the dimension reader.
+        let mut b = vec![0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13];
+        b.extend_from_slice(b"IHDR");
+        b.extend_from_slice(&w.to_be_bytes());
+        b.extend_from_slice(&h.to_be_bytes());
+        b.extend_from_slice(&[8, 6, 0, 0, 0, 0, 0, 0, 0]);
+        base64::engine::general_purpose::STANDARD.encode(b)
+    }
+
+    fn img(data: Option<String>) -> Image {
+        Image { media_type: Some("image/png".into()), data, url: None }
+    }
+
+    #[test]
+    fn decodable_image_is_scaled_to_the_long_edge() {
+        // 3136x1568 scales to 1568x784: 1568*784/750 = 1639.
+        assert_eq!(image_tokens(&img(Some(png(3136, 1568)))), 1568 * 784 / 750);
+        // Small image: 100x100 = 13 tokens, floored at 85.
+        assert_eq!(image_tokens(&img(Some(png(100, 100)))), 85);
+        // 1000x750 fits: 1000 tokens.
+        assert_eq!(image_tokens(&img(Some(png(1000, 750)))), 1000);
+    }
+
+    #[test]
+    fn undecodable_and_url_only_images() {
+        assert_eq!(image_tokens(&img(None)), 85);
+        let big = "A".repeat(4 * 1024 * 1024); // decodes to 3 MiB of zeros: not an image
+        assert_eq!(image_tokens(&img(Some(big))), 3 * 1024 * 1024 / 2048);
+        let url = Image { media_type: None, data: None, url: Some("https://x/y.png".into()) };
+        assert_eq!(image_tokens(&url), 85);
+    }
+
+    #[test]
+    fn tool_call_weight_counts_name_and_compact_arguments() {
+        let mut m = Message::assistant("hi");
+        m.tool_calls.push(crate::message::ToolCall {
+            id: "c1".into(),
+            kind: "function".into(),
+            name: "run".into(),
+            arguments: serde_json::json!({"cmd": "ls -la"}),
+        });
+        assert_eq!(message_weight(&m), 2 + 3 + r#"{"cmd":"ls -la"}"#.len() as u64);
+    }
+}
