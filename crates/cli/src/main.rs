@@ -1,1 +1,48 @@
-fn main() {}
+//! `salvage`: keep long LLM agent sessions alive and make their failures reproducible.
+//!
+//! The binary is thin: it parses arguments with clap, builds the configuration from the process
+//! environment (the only place that reads it), and hands each subcommand a plan and an output
+//! handle. Exit codes: 0 success, 1 the command ran and found a problem, 2 usage or unreadable input.
+
+mod commands;
+mod exit;
+mod output;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Keep long LLM agent sessions alive and make their failures reproducible.
+///
+/// salvage re-implements the context-recovery system of an LLM client (classify the failure,
+/// learn the gateway's cap, climb a bounded compaction ladder, archive everything dropped in a
+/// verified compressed store) and records every step in an event-sourced SQLite journal.
+#[derive(Parser)]
+#[command(name = "salvage", version, about, long_about = None, propagate_version = true)]
+#[command(
+    after_help = "Exit codes: 0 success, 1 a problem was found, 2 usage or unreadable input.\nDatabase: --db PATH, else SALVAGE_DB, else .salvage/salvage.db."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the effective CHATCLI_* settings, their source, and any invalid value.
+    Config(commands::config::Args),
+    /// Build a capture from a real request body or session file (capture JSON to stdout).
+    Import(Box<commands::import::Args>),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let mut out = output::Output::stdout();
+    let result = match cli.command {
+        Command::Config(a) => commands::config::run(a, &env, &mut out),
+        Command::Import(a) => commands::import::run(*a, &env, &mut out),
+    };
+    exit::finish(result, &mut out)
+}

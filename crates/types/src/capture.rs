@@ -390,14 +390,12 @@ pub fn json_error(file: &str, err: serde_path_to_error::Error<serde_json::Error>
     let path = err.path().to_string();
     let inner = err.into_inner();
     match inner.classify() {
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-            CaptureError::Syntax {
-                file: file.to_string(),
-                line: inner.line(),
-                column: inner.column(),
-                problem: strip_position(&inner.to_string()),
-            }
-        }
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => CaptureError::Syntax {
+            file: file.to_string(),
+            line: inner.line(),
+            column: inner.column(),
+            problem: strip_position(&inner.to_string()),
+        },
         serde_json::error::Category::Io | serde_json::error::Category::Data => CaptureError::Field {
             file: file.to_string(),
             path: if path == "." { "(top level)".to_string() } else { path },
@@ -436,11 +434,9 @@ pub fn parse_capture(bytes: &[u8], file: &str) -> Result<Capture, CaptureError> 
         format: Option<serde_json::Value>,
     }
     let probe: Probe = from_json_bytes(bytes, file).map_err(|e| match e {
-        CaptureError::Field { file, path, problem } if path == "(top level)" => CaptureError::Field {
-            file,
-            path,
-            problem: format!("{problem} (a capture is a JSON object)"),
-        },
+        CaptureError::Field { file, path, problem } if path == "(top level)" => {
+            CaptureError::Field { file, path, problem: format!("{problem} (a capture is a JSON object)") }
+        }
         other => other,
     })?;
     match probe.format {
@@ -505,7 +501,10 @@ mod tests {
     fn unknown_format_names_known_versions() {
         let bad = GOOD.replace("salvage.capture/1", "salvage.capture/9");
         let e = parse_capture(bad.as_bytes(), "c.json").unwrap_err().to_string();
-        assert_eq!(e, r#"c.json: format: unknown capture format "salvage.capture/9" (this build reads salvage.capture/1)"#);
+        assert_eq!(
+            e,
+            r#"c.json: format: unknown capture format "salvage.capture/9" (this build reads salvage.capture/1)"#
+        );
     }
 
     #[test]
@@ -533,7 +532,10 @@ mod tests {
     #[test]
     fn empty_history_and_unknown_field_are_refused() {
         let empty = GOOD.replace(r#"[{"role":"user","content":"hi"}]"#, "[]");
-        assert!(parse_capture(empty.as_bytes(), "c.json").unwrap_err().to_string().contains("history: is empty"));
+        assert!(parse_capture(empty.as_bytes(), "c.json")
+            .unwrap_err()
+            .to_string()
+            .contains("history: is empty"));
         let typo = GOOD.replace(r#""status":413"#, r#""statsu":413"#);
         let e = parse_capture(typo.as_bytes(), "c.json").unwrap_err().to_string();
         assert!(e.contains("failure.statsu") || e.contains("unknown field `statsu`"), "{e}");

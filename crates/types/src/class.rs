@@ -121,9 +121,7 @@ impl ErrorClass {
             | ErrorClass::LikelyPayload => FallbackAction::Compact,
             ErrorClass::Auth => FallbackAction::RefreshCredentials,
             ErrorClass::RateLimit => FallbackAction::BackOff,
-            ErrorClass::Timeout | ErrorClass::Server | ErrorClass::TransientNetwork => {
-                FallbackAction::Retry
-            }
+            ErrorClass::Timeout | ErrorClass::Server | ErrorClass::TransientNetwork => FallbackAction::Retry,
             ErrorClass::ModelNotFound | ErrorClass::Unknown => FallbackAction::GiveUp,
         }
     }

@@ -122,7 +122,8 @@ impl Builder<'_> {
                     Some(n)
                 }
                 Ok(_) => {
-                    let why = format!("{text:?} must be a whole number from 1 to {}; using the default", u32::MAX);
+                    let why =
+                        format!("{text:?} must be a whole number from 1 to {}; using the default", u32::MAX);
                     self.record(name, serde_json::json!(default), Source::Default, Some(why));
                     default
                 }
@@ -148,7 +149,8 @@ impl Config {
         let context_window = b.positive("CHATCLI_CONTEXT_WINDOW", None);
         let max_recovery_attempts = narrow(b.positive("CHATCLI_MAX_RECOVERY_ATTEMPTS", Some(3)), 3u32);
         let max_token_escalations = narrow(b.positive("CHATCLI_MAX_TOKEN_ESCALATIONS", Some(2)), 2u32);
-        let emergency_keep_messages = narrow(b.positive("CHATCLI_EMERGENCY_KEEP_MESSAGES", Some(10)), 10usize);
+        let emergency_keep_messages =
+            narrow(b.positive("CHATCLI_EMERGENCY_KEEP_MESSAGES", Some(10)), 10usize);
         let max_payload = match b.raw("CHATCLI_MAX_PAYLOAD") {
             None => {
                 b.record("CHATCLI_MAX_PAYLOAD", serde_json::Value::Null, Source::Default, None);
@@ -168,8 +170,10 @@ impl Config {
                 }
             },
         };
-        let microcompact_truncate_turns = narrow(b.positive("CHATCLI_MICROCOMPACT_TRUNCATE_TURNS", Some(2)), 2u32);
-        let microcompact_summarize_turns = narrow(b.positive("CHATCLI_MICROCOMPACT_SUMMARIZE_TURNS", Some(4)), 4u32);
+        let microcompact_truncate_turns =
+            narrow(b.positive("CHATCLI_MICROCOMPACT_TRUNCATE_TURNS", Some(2)), 2u32);
+        let microcompact_summarize_turns =
+            narrow(b.positive("CHATCLI_MICROCOMPACT_SUMMARIZE_TURNS", Some(4)), 4u32);
         let compact_model = match b.raw("CHATCLI_COMPACT_MODEL") {
             None => {
                 b.record("CHATCLI_COMPACT_MODEL", serde_json::Value::Null, Source::Default, None);
@@ -177,7 +181,12 @@ impl Config {
             }
             Some(text) => match text.trim().split_once(':') {
                 Some((p, m)) if !p.is_empty() && !m.is_empty() => {
-                    b.record("CHATCLI_COMPACT_MODEL", serde_json::json!({"provider": p, "model": m}), Source::Env, None);
+                    b.record(
+                        "CHATCLI_COMPACT_MODEL",
+                        serde_json::json!({"provider": p, "model": m}),
+                        Source::Env,
+                        None,
+                    );
                     Some((p.to_string(), m.to_string()))
                 }
                 _ => {
@@ -208,14 +217,21 @@ impl Config {
                         e
                     }
                     None => {
-                        let why = format!("{text:?} must be builtin, provider or mcp:<server>; using builtin");
-                        b.record("CHATCLI_CONTEXT_ENGINE", serde_json::json!("builtin"), Source::Default, Some(why));
+                        let why =
+                            format!("{text:?} must be builtin, provider or mcp:<server>; using builtin");
+                        b.record(
+                            "CHATCLI_CONTEXT_ENGINE",
+                            serde_json::json!("builtin"),
+                            Source::Default,
+                            Some(why),
+                        );
                         ContextEngine::Builtin
                     }
                 }
             }
         };
-        let tool_result_max_chars = narrow(b.positive("CHATCLI_TOOL_RESULT_MAX_CHARS", Some(20_000)), 20_000usize);
+        let tool_result_max_chars =
+            narrow(b.positive("CHATCLI_TOOL_RESULT_MAX_CHARS", Some(20_000)), 20_000usize);
         let tool_result_budget_chars =
             narrow(b.positive("CHATCLI_TOOL_RESULT_BUDGET_CHARS", Some(200_000)), 200_000usize);
         let skill_age_turns = narrow(b.positive("CHATCLI_SKILL_AGE_TURNS", Some(6)), 6u32);
@@ -238,10 +254,7 @@ impl Config {
 
     /// The invalid settings: `(name, why)`.
     pub fn errors(&self) -> Vec<(&str, &str)> {
-        self.report
-            .iter()
-            .filter_map(|(k, r)| r.error.as_deref().map(|e| (k.as_str(), e)))
-            .collect()
+        self.report.iter().filter_map(|(k, r)| r.error.as_deref().map(|e| (k.as_str(), e))).collect()
     }
 
     /// `CHATCLI_*` variables in `env` that this build does not know (likely typos).
@@ -305,6 +318,9 @@ mod tests {
         let c = Config::from_env(&env(&[("CHATCLI_MAX_PAYLOAD", "-5")]));
         assert_eq!(c.max_payload, None);
         assert_eq!(c.errors().len(), 1);
-        assert_eq!(Config::unknown_names(&env(&[("CHATCLI_MAX_PAYLAOD", "5MB")])), vec!["CHATCLI_MAX_PAYLAOD"]);
+        assert_eq!(
+            Config::unknown_names(&env(&[("CHATCLI_MAX_PAYLAOD", "5MB")])),
+            vec!["CHATCLI_MAX_PAYLAOD"]
+        );
     }
 }

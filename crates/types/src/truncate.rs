@@ -1,4 +1,4 @@
-//! Truncation helpers that always cut on a `char` boundary (**[better]**: the reference slices
+//! Truncation helpers that always cut on a `char` boundary (**\[better\]**: the reference slices
 //! bytes and can split a code point).
 
 /// The joint of preserve-end truncation.

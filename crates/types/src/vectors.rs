@@ -50,7 +50,9 @@ pub fn load(name: &str) -> Result<Vec<Case>, String> {
 pub fn expand(v: Value) -> Value {
     match v {
         Value::Object(map) => {
-            if let (Some(r), Some(t), 2) = (map.get("repeat"), map.get("times").and_then(Value::as_u64), map.len()) {
+            if let (Some(r), Some(t), 2) =
+                (map.get("repeat"), map.get("times").and_then(Value::as_u64), map.len())
+            {
                 let unit = match expand(r.clone()) {
                     Value::String(s) => s,
                     other => other.to_string(),

@@ -36,10 +36,7 @@ fn scale_to_edge(w: u64, h: u64) -> (u64, u64) {
         return (w, h);
     }
     // Integer scaling: w·1568/long, rounded down.
-    (
-        w.saturating_mul(IMAGE_MAX_EDGE) / long,
-        h.saturating_mul(IMAGE_MAX_EDGE) / long,
-    )
+    (w.saturating_mul(IMAGE_MAX_EDGE) / long, h.saturating_mul(IMAGE_MAX_EDGE) / long)
 }
 
 /// Reads width and height from the image header, decoding only a prefix of the base64 first.
@@ -97,9 +94,7 @@ pub fn compact_json_len(value: &serde_json::Value) -> u64 {
 pub fn message_weight(m: &Message) -> u64 {
     let mut w = m.content.len() as u64;
     for call in &m.tool_calls {
-        w = w
-            .saturating_add(call.name.len() as u64)
-            .saturating_add(compact_json_len(&call.arguments));
+        w = w.saturating_add(call.name.len() as u64).saturating_add(compact_json_len(&call.arguments));
     }
     for image in &m.images {
         w = w.saturating_add(image_tokens(image).saturating_mul(4));

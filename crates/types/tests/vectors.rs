@@ -1,5 +1,7 @@
 //! Acceptance vectors for the types crate: `sizes.json` (parse and format) and `weight.json`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
 use salvage_types::{bytesize::ByteSize, message::Message, vectors, weight::message_weight};
 
 #[test]
@@ -12,7 +14,12 @@ fn sizes_parse_and_format() {
             assert_eq!(got, c.expect["bytes"].as_u64(), "{}", c.id);
             ran += 1;
         } else if let Some(n) = c.input.get("format") {
-            assert_eq!(ByteSize(n.as_u64().unwrap()).to_string(), c.expect["text"].as_str().unwrap(), "{}", c.id);
+            assert_eq!(
+                ByteSize(n.as_u64().unwrap()).to_string(),
+                c.expect["text"].as_str().unwrap(),
+                "{}",
+                c.id
+            );
             ran += 1;
         }
     }

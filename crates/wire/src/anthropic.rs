@@ -31,7 +31,11 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
             m.content = m.system_parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
             history.push(m);
         }
-        Some(v) => return Err(cx.err("system", format!("expected a string or an array of blocks, found {}", kind(v)))),
+        Some(v) => {
+            return Err(
+                cx.err("system", format!("expected a string or an array of blocks, found {}", kind(v)))
+            )
+        }
     }
     let messages = top
         .get("messages")
@@ -69,7 +73,9 @@ fn image(cx: &Cx<'_>, o: &Map<String, Value>, path: &str) -> Result<Image, Captu
     let spath = format!("{path}.source");
     let src = cx.obj(o.get("source").ok_or_else(|| cx.err(&spath, "missing"))?, &spath)?;
     Ok(match cx.opt_str(src, "type", &spath)? {
-        Some("url") => Image { media_type: None, data: None, url: Some(cx.req_str(src, "url", &spath)?.to_string()) },
+        Some("url") => {
+            Image { media_type: None, data: None, url: Some(cx.req_str(src, "url", &spath)?.to_string()) }
+        }
         _ => Image {
             media_type: cx.opt_str(src, "media_type", &spath)?.map(str::to_string),
             data: Some(cx.req_str(src, "data", &spath)?.to_string()),
@@ -83,7 +89,10 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str, out: &mut History) -> Result<(), 
     let role = match cx.req_str(o, "role", path)? {
         "user" => Role::User,
         "assistant" => Role::Assistant,
-        other => return Err(cx.err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant"))),
+        other => {
+            return Err(cx
+                .err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant")))
+        }
     };
     let content = o.get("content").ok_or_else(|| cx.err(&format!("{path}.content"), "missing"))?;
     let blocks = match content {
@@ -92,7 +101,12 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str, out: &mut History) -> Result<(), 
             return Ok(());
         }
         Value::Array(b) => b,
-        other => return Err(cx.err(&format!("{path}.content"), format!("expected a string or an array of blocks, found {}", kind(other)))),
+        other => {
+            return Err(cx.err(
+                &format!("{path}.content"),
+                format!("expected a string or an array of blocks, found {}", kind(other)),
+            ))
+        }
     };
     let mut msg = Message::new(role, "");
     let mut texts: Vec<String> = Vec::new();
@@ -110,7 +124,8 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str, out: &mut History) -> Result<(), 
             }),
             "tool_result" if role == Role::User => {
                 let id = cx.req_str(bo, "tool_use_id", &bpath)?;
-                let text = text_of(cx, bo.get("content").unwrap_or(&Value::Null), &format!("{bpath}.content"))?;
+                let text =
+                    text_of(cx, bo.get("content").unwrap_or(&Value::Null), &format!("{bpath}.content"))?;
                 let mut t = Message::tool(id, text);
                 t.is_error = bo.get("is_error").and_then(Value::as_bool).unwrap_or(false);
                 out.push(t);
@@ -177,7 +192,8 @@ pub fn request_body(history: &[Message], model: &str, max_tokens: u64) -> Value 
                     });
                 }
                 for c in &m.tool_calls {
-                    blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}));
+                    blocks
+                        .push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}));
                 }
                 if blocks.is_empty() {
                     blocks.push(json!({"type": "text", "text": ""}));

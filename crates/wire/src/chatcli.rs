@@ -29,12 +29,22 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
     }
     let history: History = serde_path_to_error::deserialize(hist).map_err(|e| {
         let path = e.path().to_string();
-        cx.err(&format!("chat_history{}", if path == "." { String::new() } else if path.starts_with('[') { path } else { format!(".{path}") }), e.into_inner().to_string())
+        cx.err(
+            &format!(
+                "chat_history{}",
+                if path == "." {
+                    String::new()
+                } else if path.starts_with('[') {
+                    path
+                } else {
+                    format!(".{path}")
+                }
+            ),
+            e.into_inner().to_string(),
+        )
     })?;
-    let model = ["model", "model_name"]
-        .iter()
-        .find_map(|k| top.get(*k).and_then(Value::as_str))
-        .map(str::to_string);
+    let model =
+        ["model", "model_name"].iter().find_map(|k| top.get(*k).and_then(Value::as_str)).map(str::to_string);
     let provider = top.get("provider").and_then(Value::as_str).map(str::to_string);
     Ok(Imported { history, model, provider })
 }

@@ -63,7 +63,11 @@ impl Cx<'_> {
         CaptureError::Field { file: self.file.to_string(), path: path.to_string(), problem: problem.into() }
     }
 
-    pub fn obj<'v>(&self, v: &'v Value, path: &str) -> Result<&'v serde_json::Map<String, Value>, CaptureError> {
+    pub fn obj<'v>(
+        &self,
+        v: &'v Value,
+        path: &str,
+    ) -> Result<&'v serde_json::Map<String, Value>, CaptureError> {
         v.as_object().ok_or_else(|| self.err(path, format!("expected an object, found {}", kind(v))))
     }
 

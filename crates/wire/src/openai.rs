@@ -8,7 +8,9 @@ use serde_json::{json, Map, Value};
 
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
     let top = cx.obj(body, "(top level)")?;
-    let messages = top.get("messages").ok_or_else(|| cx.err("messages", "missing (an OpenAI chat-completions body has a messages array)"))?;
+    let messages = top.get("messages").ok_or_else(|| {
+        cx.err("messages", "missing (an OpenAI chat-completions body has a messages array)")
+    })?;
     let messages = cx.arr(messages, "messages")?;
     let mut history = History::with_capacity(messages.len());
     for (i, m) in messages.iter().enumerate() {
@@ -46,27 +48,43 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Message, CaptureError> 
                 let ppath = format!("{path}.content[{j}]");
                 let po = cx.obj(p, &ppath)?;
                 match cx.req_str(po, "type", &ppath)? {
-                    "text" | "input_text" | "output_text" => texts.push(cx.req_str(po, "text", &ppath)?.to_string()),
+                    "text" | "input_text" | "output_text" => {
+                        texts.push(cx.req_str(po, "text", &ppath)?.to_string())
+                    }
                     "image_url" => {
                         let url = match po.get("image_url") {
                             Some(Value::String(s)) => s.as_str(),
-                            Some(v) => cx.req_str(cx.obj(v, &format!("{ppath}.image_url"))?, "url", &format!("{ppath}.image_url"))?,
+                            Some(v) => cx.req_str(
+                                cx.obj(v, &format!("{ppath}.image_url"))?,
+                                "url",
+                                &format!("{ppath}.image_url"),
+                            )?,
                             None => return Err(cx.err(&format!("{ppath}.image_url"), "missing")),
                         };
                         msg.images.push(match split_data_url(url) {
-                            Some((media, data)) => Image { media_type: Some(media), data: Some(data), url: None },
+                            Some((media, data)) => {
+                                Image { media_type: Some(media), data: Some(data), url: None }
+                            }
                             None => Image { media_type: None, data: None, url: Some(url.to_string()) },
                         });
                     }
                     "refusal" => texts.push(cx.req_str(po, "refusal", &ppath)?.to_string()),
                     other => {
-                        return Err(cx.err(&format!("{ppath}.type"), format!("unsupported content part type {other:?} (text and image_url are read)")))
+                        return Err(cx.err(
+                            &format!("{ppath}.type"),
+                            format!("unsupported content part type {other:?} (text and image_url are read)"),
+                        ))
                     }
                 }
             }
             msg.content = texts.join("\n");
         }
-        Some(v) => return Err(cx.err(&format!("{path}.content"), format!("expected a string, an array of parts or null, found {}", kind(v)))),
+        Some(v) => {
+            return Err(cx.err(
+                &format!("{path}.content"),
+                format!("expected a string, an array of parts or null, found {}", kind(v)),
+            ))
+        }
     }
     if let Some(calls) = o.get("tool_calls").filter(|v| !v.is_null()) {
         let calls = cx.arr(calls, &format!("{path}.tool_calls"))?;
@@ -80,7 +98,12 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Message, CaptureError> 
                 None | Some(Value::Null) => Value::Object(Map::new()),
                 Some(Value::String(s)) => parse_arguments(s),
                 Some(v @ Value::Object(_)) => v.clone(),
-                Some(v) => return Err(cx.err(&format!("{fpath}.arguments"), format!("expected a JSON string, found {}", kind(v)))),
+                Some(v) => {
+                    return Err(cx.err(
+                        &format!("{fpath}.arguments"),
+                        format!("expected a JSON string, found {}", kind(v)),
+                    ))
+                }
             };
             msg.tool_calls.push(ToolCall {
                 id: cx.opt_str(co, "id", &cpath)?.unwrap_or_default().to_string(),
@@ -91,10 +114,8 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Message, CaptureError> 
         }
     }
     if role == Role::Tool {
-        msg.tool_call_id = cx
-            .opt_str(o, "tool_call_id", path)?
-            .or(cx.opt_str(o, "name", path)?)
-            .map(str::to_string);
+        msg.tool_call_id =
+            cx.opt_str(o, "tool_call_id", path)?.or(cx.opt_str(o, "name", path)?).map(str::to_string);
     }
     Ok(msg)
 }
@@ -126,7 +147,9 @@ fn to_wire(m: &Message) -> Value {
         for img in &m.images {
             let url = match (&img.url, &img.data) {
                 (Some(u), _) => u.clone(),
-                (None, Some(d)) => format!("data:{};base64,{d}", img.media_type.as_deref().unwrap_or("image/png")),
+                (None, Some(d)) => {
+                    format!("data:{};base64,{d}", img.media_type.as_deref().unwrap_or("image/png"))
+                }
                 (None, None) => String::new(),
             };
             parts.push(json!({"type": "image_url", "image_url": {"url": url}}));

@@ -1,6 +1,8 @@
 //! Importers against realistic request bodies in `testdata/requests/`: message count, roles,
 //! tool-call ids and text match the source, and import → request body → import is the identity.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
 use salvage_types::message::Role;
 use salvage_types::History;
 use salvage_wire::{anthropic, import, openai, Source};
@@ -37,7 +39,10 @@ fn openai_body_matches_source() {
             }
             _ => assert_eq!(m.content, ""),
         }
-        let ids: Vec<&str> = s["tool_calls"].as_array().map(|a| a.iter().map(|c| c["id"].as_str().unwrap()).collect()).unwrap_or_default();
+        let ids: Vec<&str> = s["tool_calls"]
+            .as_array()
+            .map(|a| a.iter().map(|c| c["id"].as_str().unwrap()).collect())
+            .unwrap_or_default();
         assert_eq!(m.tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ids);
         for (c, sc) in m.tool_calls.iter().zip(s["tool_calls"].as_array().into_iter().flatten()) {
             let args: Value = serde_json::from_str(sc["function"]["arguments"].as_str().unwrap()).unwrap();
@@ -70,7 +75,10 @@ fn anthropic_body_matches_source() {
     assert_eq!(h[2].tool_calls[0].id, "toolu_01A");
     assert_eq!(h[2].tool_calls[0].arguments, src["messages"][1]["content"][2]["input"]);
     assert_eq!(h[3].tool_call_id.as_deref(), Some("toolu_01A"));
-    assert_eq!(h[4].tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), vec!["toolu_01B", "toolu_01C"]);
+    assert_eq!(
+        h[4].tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        vec!["toolu_01B", "toolu_01C"]
+    );
     assert!(h[5].is_error);
     assert_eq!(h[5].content, "error: database is locked (SQLITE_BUSY)");
     assert_eq!(h[7].images.len(), 1);
@@ -106,16 +114,44 @@ fn chatcli_session_loads_unchanged() {
 #[test]
 fn malformed_inputs_name_file_and_path() {
     let cases: &[(Source, &[u8], &str)] = &[
-        (Source::Openai, br#"{"messages":[{"role":"user","content":5}]}"#, "f.json: messages[0].content: expected a string, an array of parts or null, found a number"),
-        (Source::Openai, br#"{"messages":[{"role":"wizard"}]}"#, "f.json: messages[0].role: unknown role \"wizard\""),
+        (
+            Source::Openai,
+            br#"{"messages":[{"role":"user","content":5}]}"#,
+            "f.json: messages[0].content: expected a string, an array of parts or null, found a number",
+        ),
+        (
+            Source::Openai,
+            br#"{"messages":[{"role":"wizard"}]}"#,
+            "f.json: messages[0].role: unknown role \"wizard\"",
+        ),
         (Source::Openai, br#"{"model":"x"}"#, "f.json: messages: missing"),
         (Source::Openai, br#"[1,2]"#, "f.json: (top level): expected an object, found an array"),
-        (Source::Anthropic, br#"{"messages":[{"role":"user","content":[{"type":"tool_result"}]}]}"#, "f.json: messages[0].content[0].tool_use_id: missing"),
-        (Source::Anthropic, br#"{"system":7,"messages":[]}"#, "f.json: system: expected a string or an array of blocks, found a number"),
-        (Source::Chatcli, br#"{"version":3,"chat_history":[]}"#, "f.json: version: unsupported session file version 3"),
-        (Source::Chatcli, br#"{"version":2,"chat_history":[{"role":"user"},{"role":1}]}"#, "f.json: chat_history[1].role: invalid type: integer `1`, expected"),
+        (
+            Source::Anthropic,
+            br#"{"messages":[{"role":"user","content":[{"type":"tool_result"}]}]}"#,
+            "f.json: messages[0].content[0].tool_use_id: missing",
+        ),
+        (
+            Source::Anthropic,
+            br#"{"system":7,"messages":[]}"#,
+            "f.json: system: expected a string or an array of blocks, found a number",
+        ),
+        (
+            Source::Chatcli,
+            br#"{"version":3,"chat_history":[]}"#,
+            "f.json: version: unsupported session file version 3",
+        ),
+        (
+            Source::Chatcli,
+            br#"{"version":2,"chat_history":[{"role":"user"},{"role":1}]}"#,
+            "f.json: chat_history[1].role: invalid type: integer `1`, expected",
+        ),
         (Source::Openai, br#"{"messages":[{"role":"user","#, "f.json: malformed JSON at line 1, column 28"),
-        (Source::Openai, b"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", "f.json: invalid UTF-8 at byte 39 (line 1)"),
+        (
+            Source::Openai,
+            b"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
+            "f.json: invalid UTF-8 at byte 39 (line 1)",
+        ),
     ];
     for (src, bytes, want) in cases {
         let e = import(*src, bytes, "f.json").unwrap_err().to_string();

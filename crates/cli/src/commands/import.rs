@@ -1,0 +1,182 @@
+//! `salvage import`: build a capture from a real request body or session file.
+
+use crate::exit::{Failure, Outcome};
+use crate::output::{write_atomic, Output};
+use salvage_types::capture::{
+    Capture, ClientInfo, Failure as CapturedFailure, Gateway, ModelSpec, OverflowStyle, Recorded,
+    RejectStyle, Upstream, CAPTURE_FORMAT,
+};
+use salvage_types::config::SETTING_NAMES;
+use salvage_wire::Source;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The source shape.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum From {
+    /// OpenAI chat-completions request body.
+    Openai,
+    /// Anthropic Messages request body.
+    Anthropic,
+    /// Reference-client (ChatCLI) session file, version 2.
+    Chatcli,
+}
+
+/// Arguments of `salvage import`.
+#[derive(clap::Args)]
+#[command(
+    after_help = "Example:\n  salvage import --from anthropic body.json --status 413 --message '413 Payload Too Large' \\\n      --rejected-bytes 129434 --gateway-max-bytes 131072 --gateway-rejects-with http_413 > testdata/corpus/my-413.json\n\nThe CHATCLI_* settings of the environment are recorded in the capture's `settings`."
+)]
+pub struct Args {
+    /// What FILE is.
+    #[arg(long, value_enum)]
+    from: From,
+    /// The request body or session file ('-' for stdin).
+    file: PathBuf,
+    /// The HTTP status the client saw (omit for a transport failure).
+    #[arg(long)]
+    status: Option<u16>,
+    /// The error text as printed by the client.
+    #[arg(long)]
+    message: Option<String>,
+    /// A transport error (e.g. "unexpected EOF", "connection reset by peer").
+    #[arg(long)]
+    transport: Option<String>,
+    /// Byte size of the rejected request, when the provider annotated it.
+    #[arg(long, value_name = "BYTES")]
+    rejected_bytes: Option<u64>,
+    /// Simulated gateway: reject bodies larger than this.
+    #[arg(long, value_name = "BYTES")]
+    gateway_max_bytes: Option<u64>,
+    /// Simulated gateway: how it rejects.
+    #[arg(long, value_name = "STYLE", value_parser = ["http_413", "http_431", "waf_403", "waf_html_403", "connection_reset", "eof"])]
+    gateway_rejects_with: Option<String>,
+    /// Simulated gateway: the rejection carries the request's byte size.
+    #[arg(long)]
+    reports_request_size: bool,
+    /// Simulated model: context window in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    context_window: Option<u64>,
+    /// Simulated model: overflow wording.
+    #[arg(long, value_parser = ["anthropic", "openai", "gemini", "xai", "mistral", "bedrock"])]
+    overflow_style: Option<String>,
+    /// Capture id (default: the file name without extension).
+    #[arg(long)]
+    id: Option<String>,
+    /// A one-line title.
+    #[arg(long)]
+    title: Option<String>,
+    /// Provider name (default: from the body's shape).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Write the capture to this file (atomically) instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
+    }
+}
+
+/// Runs the command.
+pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
+    let (bytes, name) = if args.file.as_os_str() == "-" {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+            .map_err(|e| Failure::input(format!("<stdin>: cannot read: {e}")))?;
+        (b, "<stdin>".to_string())
+    } else {
+        let name = args.file.display().to_string();
+        let b = std::fs::read(&args.file).map_err(|e| Failure::input(format!("{name}: cannot read: {e}")))?;
+        (b, name)
+    };
+    let source = match args.from {
+        From::Openai => Source::Openai,
+        From::Anthropic => Source::Anthropic,
+        From::Chatcli => Source::Chatcli,
+    };
+    let imported = salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?;
+    if imported.history.is_empty() {
+        return Err(Failure::input(format!("{name}: the history is empty: nothing to capture")));
+    }
+    let id = args.id.clone().unwrap_or_else(|| {
+        args.file
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .filter(|s| s != "-")
+            .unwrap_or_else(|| "imported".into())
+    });
+    let message = args.message.clone().unwrap_or_else(|| match (args.status, &args.transport) {
+        (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => String::new(),
+    });
+    let gateway =
+        (args.gateway_max_bytes.is_some() || args.gateway_rejects_with.is_some()).then(|| Gateway {
+            max_body_bytes: args.gateway_max_bytes,
+            rejects_with: args
+                .gateway_rejects_with
+                .as_deref()
+                .and_then(RejectStyle::parse)
+                .unwrap_or(RejectStyle::Http413),
+            reports_request_size: args.reports_request_size,
+        });
+    let model = (args.context_window.is_some() || args.overflow_style.is_some()).then(|| ModelSpec {
+        context_window_tokens: args.context_window,
+        overflow_style: args.overflow_style.as_deref().and_then(OverflowStyle::parse),
+        max_output_tokens: None,
+    });
+    let settings: BTreeMap<String, String> = env
+        .iter()
+        .filter(|(k, _)| SETTING_NAMES.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let capture = Capture {
+        format: CAPTURE_FORMAT.to_string(),
+        id,
+        title: args.title.clone(),
+        client: Some(ClientInfo {
+            name: match args.from {
+                From::Chatcli => "chatcli".into(),
+                _ => "unknown".into(),
+            },
+            surface: None,
+        }),
+        provider: args.provider.clone().or(imported.provider),
+        model: imported.model,
+        settings,
+        history: imported.history,
+        failure: CapturedFailure {
+            status: args.status,
+            message,
+            transport: args.transport.clone(),
+            rejected_request_bytes: args.rejected_bytes,
+        },
+        upstream: Upstream { gateway, model, context_editing: None, responses: Vec::new() },
+        recorded: Recorded::default(),
+        expect: None,
+    };
+    let text = capture.to_json_pretty();
+    match &args.output {
+        Some(path) => {
+            write_atomic(path, text.as_bytes())
+                .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
+            eprintln!("wrote {} ({} messages)", path.display(), capture.history.len());
+        }
+        None => out.put(&text)?,
+    }
+    Ok(())
+}

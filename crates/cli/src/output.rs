@@ -1,0 +1,94 @@
+//! The output handle every command writes through, so tests capture it and a closed pipe is quiet.
+
+use std::io::{IsTerminal, Write};
+
+/// Where a command's standard output goes.
+#[allow(dead_code)] // is_terminal and put_bytes serve the recall and replay commands
+pub struct Output {
+    inner: Box<dyn Write>,
+    /// True when stdout is a terminal (colour and progress bars only then).
+    pub is_terminal: bool,
+}
+
+#[allow(dead_code)]
+impl Output {
+    /// Buffered standard output.
+    pub fn stdout() -> Output {
+        let is_terminal = std::io::stdout().is_terminal();
+        Output { inner: Box::new(std::io::BufWriter::new(std::io::stdout())), is_terminal }
+    }
+
+    /// Writes a string.
+    pub fn put(&mut self, s: &str) -> std::io::Result<()> {
+        self.inner.write_all(s.as_bytes())
+    }
+
+    /// Writes raw bytes.
+    pub fn put_bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.inner.write_all(b)
+    }
+
+    /// Writes a line.
+    pub fn line(&mut self, s: &str) -> std::io::Result<()> {
+        self.inner.write_all(s.as_bytes())?;
+        self.inner.write_all(b"\n")
+    }
+
+    /// Writes pretty JSON and a newline.
+    pub fn json(&mut self, v: &serde_json::Value) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut self.inner, v).map_err(std::io::Error::other)?;
+        self.inner.write_all(b"\n")
+    }
+
+    /// Flushes.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Pads or cuts cells into aligned columns.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; cols];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            if i + 1 == r.len() {
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                line.push_str(&" ".repeat(widths[i] - c.chars().count() + 2));
+            }
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// Writes a file atomically: a temporary file beside it, synced, then renamed over it, so a reader
+/// never sees half a file and a failure leaves nothing behind.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
