@@ -1,1 +1,362 @@
-//! x
+//! The project's SQLite file: opening it with the right settings and applying `migrations/`.
+//!
+//! Owns the connection settings (WAL, `synchronous`, `busy_timeout`, foreign keys, owner-only
+//! file permissions) and the schema version (`PRAGMA user_version`). It does not know what the
+//! tables mean: the journal and CCR crates own their queries. Design decision: migrations are
+//! embedded SQL files applied in one `BEGIN IMMEDIATE` transaction, so two processes opening a new
+//! file at once serialize on the write lock and the second one finds the work done.
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One shipped migration: `NNNN_name.sql` from the top-level `migrations/` folder.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// The schema version it produces.
+    pub version: u32,
+    /// The file name.
+    pub name: &'static str,
+    /// The SQL.
+    pub sql: &'static str,
+}
+
+/// Every shipped migration, in order. Shipped migrations are frozen (see `migrations/checksums.txt`).
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "0001_ccr.sql",
+    sql: include_str!("../../../migrations/0001_ccr.sql"),
+}];
+
+/// The schema version this build writes.
+pub fn latest_version() -> u32 {
+    MIGRATIONS.last().map(|m| m.version).unwrap_or(0)
+}
+
+/// How durable a commit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous=NORMAL` in WAL mode: a power loss may drop the last commits, never corrupt.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit is on disk when it returns.
+    Full,
+}
+
+/// Options for opening the file.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Commit durability.
+    pub durability: Durability,
+    /// How long a writer waits for the lock before `SQLITE_BUSY`.
+    pub busy_timeout: Duration,
+    /// Create the file (and its folder) when missing.
+    pub create: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { durability: Durability::Normal, busy_timeout: Duration::from_secs(30), create: true }
+    }
+}
+
+/// Why the file could not be opened or migrated. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The folder or file could not be created.
+    #[error("{path}: cannot create: {source}")]
+    Create {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// SQLite refused to open the file (missing with `create: false`, not a database, corrupt…).
+    #[error("{path}: cannot open the database: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// A connection setting could not be applied.
+    #[error("{path}: cannot apply setting {setting}: {source}")]
+    Setting {
+        /// The file.
+        path: PathBuf,
+        /// The pragma.
+        setting: &'static str,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// The file was migrated by a newer salvage.
+    #[error("{path}: schema version {found} is newer than this build's {supported}; upgrade salvage to open this file")]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// The file's version.
+        found: u32,
+        /// This build's latest version.
+        supported: u32,
+    },
+    /// A migration failed (nothing of it was applied).
+    #[error("{path}: migration {name} failed: {source}")]
+    Migrate {
+        /// The file.
+        path: PathBuf,
+        /// The migration.
+        name: &'static str,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+}
+
+/// An open database file.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if allowed) and migrates the file at `path`.
+    pub fn open(path: &Path, options: &Options) -> Result<Store, StoreError> {
+        Store::open_to(path, options, latest_version())
+    }
+
+    /// Opens and migrates up to `target` (tests use this to build every earlier version).
+    pub fn open_to(path: &Path, options: &Options, target: u32) -> Result<Store, StoreError> {
+        let path = path.to_path_buf();
+        if options.create {
+            create_owner_only(&path)?;
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(&path, flags)
+            .map_err(|source| StoreError::Open { path: path.clone(), source })?;
+        let store = Store { conn, path };
+        store.configure(options)?;
+        store.migrate(target)?;
+        Ok(store)
+    }
+
+    /// An in-memory database with the schema applied (for `--no-journal` runs and tests).
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let path = PathBuf::from(":memory:");
+        let conn = Connection::open_in_memory().map_err(|source| StoreError::Open { path: path.clone(), source })?;
+        let store = Store { conn, path };
+        store
+            .conn
+            .pragma_update(None, "foreign_keys", "ON")
+            .map_err(|source| StoreError::Setting { path: store.path.clone(), setting: "foreign_keys", source })?;
+        store.migrate(latest_version())?;
+        Ok(store)
+    }
+
+    fn configure(&self, options: &Options) -> Result<(), StoreError> {
+        let setting = |setting: &'static str| {
+            move |source| StoreError::Setting { path: self.path.clone(), setting, source }
+        };
+        self.conn.busy_timeout(options.busy_timeout).map_err(setting("busy_timeout"))?;
+        // Checking the header first turns "file is not a database" into a clear open error.
+        self.conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+            .map_err(|source| StoreError::Open { path: self.path.clone(), source })?;
+        let mode: String = self
+            .conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(setting("journal_mode"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Setting {
+                path: self.path.clone(),
+                setting: "journal_mode",
+                source: rusqlite::Error::InvalidParameterName(format!("journal_mode stayed {mode}")),
+            });
+        }
+        let sync = match options.durability {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        };
+        self.conn.pragma_update(None, "synchronous", sync).map_err(setting("synchronous"))?;
+        self.conn.pragma_update(None, "foreign_keys", "ON").map_err(setting("foreign_keys"))?;
+        Ok(())
+    }
+
+    /// The schema version of the file.
+    pub fn version(&self) -> Result<u32, StoreError> {
+        user_version(&self.conn).map_err(|source| StoreError::Open { path: self.path.clone(), source })
+    }
+
+    fn migrate(&self, target: u32) -> Result<(), StoreError> {
+        let found = self.version()?;
+        if found > latest_version() {
+            return Err(StoreError::NewerSchema { path: self.path.clone(), found, supported: latest_version() });
+        }
+        if found >= target {
+            return Ok(());
+        }
+        // The write lock serializes two processes migrating a new file; re-read under it.
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
+            .map_err(|source| StoreError::Migrate { path: self.path.clone(), name: "(begin)", source })?;
+        let found = user_version(&tx).map_err(|source| StoreError::Open { path: self.path.clone(), source })?;
+        if found > latest_version() {
+            return Err(StoreError::NewerSchema { path: self.path.clone(), found, supported: latest_version() });
+        }
+        for m in MIGRATIONS.iter().filter(|m| m.version > found && m.version <= target) {
+            tx.execute_batch(m.sql)
+                .and_then(|()| tx.pragma_update(None, "user_version", m.version))
+                .map_err(|source| StoreError::Migrate { path: self.path.clone(), name: m.name, source })?;
+        }
+        tx.commit().map_err(|source| StoreError::Migrate { path: self.path.clone(), name: "(commit)", source })?;
+        Ok(())
+    }
+
+    /// The connection.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The connection, mutably (for transactions).
+    pub fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The file's path (`:memory:` for an in-memory store).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn user_version(conn: &Connection) -> Result<u32, rusqlite::Error> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+        .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+}
+
+/// Creates the folder and an empty file readable by its owner only (SQLite gives the `-wal` and
+/// `-shm` files the same permissions).
+fn create_owner_only(path: &Path) -> Result<(), StoreError> {
+    if path.as_os_str() == ":memory:" {
+        return Ok(());
+    }
+    let err = |source| StoreError::Create { path: path.to_path_buf(), source };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path).map(drop).map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(conn: &Connection) -> Vec<String> {
+        let mut st = conn.prepare("SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_master ORDER BY name").unwrap();
+        st.query_map([], |r| r.get(0)).unwrap().map(|r| r.unwrap()).collect()
+    }
+
+    #[test]
+    fn migrates_from_empty_and_from_every_earlier_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = Store::open(&dir.path().join("fresh.db"), &Options::default()).unwrap();
+        assert_eq!(fresh.version().unwrap(), latest_version());
+        let want = schema(fresh.conn());
+        for from in 0..latest_version() {
+            let p = dir.path().join(format!("v{from}.db"));
+            drop(Store::open_to(&p, &Options::default(), from).unwrap());
+            let s = Store::open(&p, &Options::default()).unwrap();
+            assert_eq!(s.version().unwrap(), latest_version());
+            assert_eq!(schema(s.conn()), want, "from version {from}");
+        }
+    }
+
+    #[test]
+    fn settings_are_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("a.db"), &Options { durability: Durability::Full, ..Options::default() }).unwrap();
+        let mode: String = s.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        let sync: i64 = s.conn().query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
+        let fk: i64 = s.conn().query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
+        assert_eq!((mode.as_str(), sync, fk), ("wal", 2, 1));
+        let s = Store::open(&dir.path().join("b.db"), &Options::default()).unwrap();
+        let sync: i64 = s.conn().query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
+        assert_eq!(sync, 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn file_is_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/x.db");
+        drop(Store::open(&p, &Options::default()).unwrap());
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("n.db");
+        drop(Store::open(&p, &Options::default()).unwrap());
+        Connection::open(&p).unwrap().pragma_update(None, "user_version", 99).unwrap();
+        let e = Store::open(&p, &Options::default()).unwrap_err().to_string();
+        assert!(e.contains("schema version 99 is newer than this build's"), "{e}");
+    }
+
+    #[test]
+    fn not_a_database_is_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("junk.db");
+        std::fs::write(&p, vec![0x42u8; 8192]).unwrap();
+        let e = Store::open(&p, &Options::default()).unwrap_err().to_string();
+        assert!(e.contains("junk.db") && e.contains("not a database"), "{e}");
+    }
+
+    #[test]
+    fn shipped_migrations_are_frozen() {
+        let text = include_str!("../../../migrations/checksums.txt");
+        let pinned: Vec<(&str, &str)> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| l.split_once("  ").unwrap())
+            .collect();
+        assert_eq!(pinned.len(), MIGRATIONS.len(), "every migration is pinned in migrations/checksums.txt");
+        for (m, (hash, name)) in MIGRATIONS.iter().zip(&pinned) {
+            assert_eq!(m.name, *name);
+            assert_eq!(blake3::hash(m.sql.as_bytes()).to_hex().as_str(), *hash, "{} changed after shipping: add a new migration instead", m.name);
+        }
+        // Versions are 1..=N in order and match the file names.
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1);
+            assert!(m.name.starts_with(&format!("{:04}_", m.version)));
+        }
+        let on_disk = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".sql")).count();
+        assert_eq!(on_disk, MIGRATIONS.len(), "every .sql file in migrations/ is embedded");
+    }
+
+    #[test]
+    fn two_processes_worth_of_openers_on_a_new_file() {
+        // Threads with their own connections race on a new file exactly as processes would.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("race.db");
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let p = p.clone();
+                std::thread::spawn(move || Store::open(&p, &Options::default()).map(|s| s.version().unwrap()))
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap().unwrap(), latest_version());
+        }
+    }
+}
