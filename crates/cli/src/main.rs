@@ -5,6 +5,7 @@
 //! handle. Exit codes: 0 success, 1 the command ran and found a problem, 2 usage or unreadable input.
 
 mod commands;
+mod db;
 mod exit;
 mod output;
 
@@ -32,6 +33,10 @@ enum Command {
     Config(commands::config::Args),
     /// Build a capture from a real request body or session file (capture JSON to stdout).
     Import(Box<commands::import::Args>),
+    /// Print archived originals by key or marker (@recall).
+    Recall(commands::recall::Args),
+    /// The compressed archive: stats, verify, gc, put, redact.
+    Ccr(commands::ccr::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +48,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Config(a) => commands::config::run(a, &env, &mut out),
         Command::Import(a) => commands::import::run(*a, &env, &mut out),
+        Command::Recall(a) => commands::recall::run(a, &mut out),
+        Command::Ccr(a) => commands::ccr::run(a, &mut out),
     };
     exit::finish(result, &mut out)
 }

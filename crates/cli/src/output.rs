@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 
 /// Where a command's standard output goes.
-#[allow(dead_code)] // is_terminal and put_bytes serve the recall and replay commands
+#[allow(dead_code)] // is_terminal serves the replay progress bar
 pub struct Output {
     inner: Box<dyn Write>,
     /// True when stdout is a terminal (colour and progress bars only then).

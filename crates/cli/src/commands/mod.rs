@@ -2,3 +2,5 @@
 
 pub mod config;
 pub mod import;
+pub mod ccr;
+pub mod recall;

@@ -1,0 +1,180 @@
+//! `salvage ccr stats|verify|gc|put|redact`: the archive behind @recall.
+
+use crate::db::DbArgs;
+use crate::exit::{Failure, Outcome};
+use crate::output::{table, Output};
+use salvage_ccr::{Ccr, Retention, SystemClock};
+use salvage_types::{format_bytes, ByteSize};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `salvage ccr`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Archive size, entries and compression ratio.
+    Stats {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decode and hash every blob; exit 1 naming each bad one.
+    Verify {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Evict unreferenced blobs by age and capacity (blobs referenced by a journal are kept).
+    Gc {
+        /// Keep the archive under this size (e.g. 512MB).
+        #[arg(long, value_name = "SIZE")]
+        max_bytes: Option<String>,
+        /// Evict blobs not read for this many days.
+        #[arg(long, value_name = "DAYS")]
+        max_age_days: Option<u64>,
+        /// Never evict blobs younger than this many seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 600)]
+        grace_secs: u64,
+        /// Report what would be evicted without deleting.
+        #[arg(long)]
+        dry_run: bool,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Archive a file ('-' for stdin) and print its marker.
+    Put {
+        /// The file.
+        file: PathBuf,
+    },
+    /// Clear a blob's content, keeping its key (for secrets that reached the archive).
+    Redact {
+        /// The key or marker.
+        key: String,
+    },
+}
+
+/// Runs the command.
+pub fn run(args: Args, out: &mut Output) -> Outcome {
+    let clock = SystemClock;
+    match args.command {
+        Sub::Stats { json } => {
+            let store = args.db.open_existing()?;
+            let ccr = Ccr::new(store.conn(), &clock);
+            let s = ccr.stats().map_err(|e| Failure::Problem(e.to_string()))?;
+            if json {
+                let mut v = json!(s);
+                v["ratio"] = json!(s.ratio());
+                out.json(&v)?;
+            } else {
+                out.put(&table(&[
+                    vec!["entries".into(), s.entries.to_string()],
+                    vec!["original".into(), format_bytes(s.raw_bytes)],
+                    vec!["stored".into(), format_bytes(s.stored_bytes)],
+                    vec!["ratio".into(), format!("{:.2}×", s.ratio())],
+                    vec!["referenced".into(), s.referenced.to_string()],
+                    vec!["redacted".into(), s.redacted.to_string()],
+                ]))?;
+            }
+            Ok(())
+        }
+        Sub::Verify { json } => {
+            let store = args.db.open_existing()?;
+            let ccr = Ccr::new(store.conn(), &clock);
+            let r = ccr.verify().map_err(|e| Failure::Problem(e.to_string()))?;
+            if json {
+                out.json(&json!({
+                    "checked": r.checked,
+                    "redacted": r.redacted,
+                    "bad": r.bad.iter().map(|(k, why)| json!({"key": k, "problem": why})).collect::<Vec<_>>(),
+                }))?;
+            } else {
+                for (k, why) in &r.bad {
+                    out.line(&format!("BAD  ccr:{k}  {why}"))?;
+                }
+                out.line(&format!("{} checked, {} redacted, {} bad", r.checked, r.redacted, r.bad.len()))?;
+            }
+            if r.bad.is_empty() {
+                Ok(())
+            } else {
+                Err(Failure::Problem(format!("{} corrupt blob(s); first: ccr:{}", r.bad.len(), r.bad[0].0)))
+            }
+        }
+        Sub::Gc { max_bytes, max_age_days, grace_secs, dry_run, json } => {
+            let max_bytes = match max_bytes {
+                None => None,
+                Some(t) => Some(
+                    ByteSize::parse(&t)
+                        .ok_or_else(|| Failure::Input(format!("--max-bytes: {t:?} is not a size such as 512MB")))?
+                        .0,
+                ),
+            };
+            if max_bytes.is_none() && max_age_days.is_none() {
+                return Err(Failure::Input("gc needs --max-bytes SIZE and/or --max-age-days DAYS".into()));
+            }
+            let store = args.db.open_existing()?;
+            let ccr = Ccr::new(store.conn(), &clock);
+            let policy = Retention {
+                max_bytes,
+                max_age: max_age_days.map(|d| Duration::from_secs(d.saturating_mul(86_400))),
+                grace: Duration::from_secs(grace_secs),
+                dry_run,
+            };
+            let r = ccr.gc(&policy).map_err(|e| Failure::Problem(e.to_string()))?;
+            if json {
+                out.json(&json!(r))?;
+            } else {
+                out.line(&format!(
+                    "{} {} blob(s), {} freed; {} kept by journal references; {} remain",
+                    if dry_run { "would evict" } else { "evicted" },
+                    r.evicted,
+                    format_bytes(r.freed_bytes),
+                    r.kept_referenced,
+                    r.remaining
+                ))?;
+            }
+            Ok(())
+        }
+        Sub::Put { file } => {
+            let bytes = if file.as_os_str() == "-" {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+                    .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
+                b
+            } else {
+                std::fs::read(&file).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", file.display())))?
+            };
+            let store = args.db.open()?;
+            let ccr = Ccr::new(store.conn(), &clock);
+            let p = ccr.put(&bytes).map_err(|e| Failure::Problem(e.to_string()))?;
+            out.line(&p.key.marker())?;
+            if !p.collisions.is_empty() {
+                eprintln!(
+                    "warning: another archived content shares the marker prefix {}; recall it by its full key {}",
+                    p.key.short(),
+                    p.key.hex()
+                );
+            }
+            Ok(())
+        }
+        Sub::Redact { key } => {
+            let keys = salvage_ccr::recall::extract_keys(&key);
+            let [k] = keys.as_slice() else {
+                return Err(Failure::Input(format!("{key:?}: {}", salvage_ccr::recall::MALFORMED)));
+            };
+            let store = args.db.open_existing()?;
+            let ccr = Ccr::new(store.conn(), &clock);
+            let full = ccr.redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
+            out.line(&format!("redacted ccr:{} (key kept)", full.hex()))?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `salvage ccr` and `salvage recall` end to end on a real database file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use std::process::{Command, Output, Stdio};
+
+fn salvage(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_salvage"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SALVAGE_DB")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn put_then_recall_every_marker_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = "fn main() {\n    println!(\"olá — 世界\");\n}\n".repeat(200);
+    std::fs::write(dir.path().join("f.rs"), &original).unwrap();
+    let o = salvage(dir.path(), &["ccr", "put", "f.rs"]);
+    assert!(o.status.success());
+    let marker = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    assert!(marker.starts_with("<<ccr:") && marker.ends_with(">>") && marker.len() == 24, "{marker}");
+    assert!(dir.path().join(".salvage/salvage.db").exists(), "default database created on first use");
+    let key = &marker[6..22];
+    for form in [marker.clone(), format!("ccr:{key}"), key.to_uppercase(), format!("<< ccr: {key} >>"), format!("{{\"key\":\"{key}\"}}")] {
+        let o = salvage(dir.path(), &["recall", &form]);
+        assert!(o.status.success(), "{form}");
+        assert_eq!(o.stdout, original.as_bytes(), "{form}: original bytes unchanged");
+    }
+    // Several keys: labelled sections, the missing one said so, exit 1.
+    let o = salvage(dir.path(), &["recall", &marker, "ccr:0123012301230123"]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains(&format!("=== {marker} (")));
+    assert!(text.contains("[not found — expired or evicted from the local store]"));
+    // A malformed key explains itself with exit 2.
+    let o = salvage(dir.path(), &["recall", "abc123"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("16 hex characters"));
+}
+
+#[test]
+fn stats_verify_gc_redact() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "secret sk-ant-api03-XXXXXXXXXXXXXXXXXXXX in a tool result ".repeat(50)).unwrap();
+    let marker = String::from_utf8(salvage(dir.path(), &["ccr", "put", "a.txt"]).stdout).unwrap();
+    let o = salvage(dir.path(), &["ccr", "stats", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["entries"], 1);
+    assert!(v["ratio"].as_f64().unwrap() > 2.0);
+    assert!(salvage(dir.path(), &["ccr", "verify"]).status.success());
+    // Tamper with the stored bytes: verify exits 1 naming the key; recall refuses.
+    let db = dir.path().join(".salvage/salvage.db");
+    zero_stored_bytes(&db);
+    let o = salvage(dir.path(), &["ccr", "verify", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["bad"].as_array().unwrap().len(), 1);
+    let o = salvage(dir.path(), &["recall", marker.trim()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty(), "corrupt content is never printed");
+    // gc with a young blob deletes nothing; redaction keeps the key.
+    let o = salvage(dir.path(), &["ccr", "gc", "--max-bytes", "1B", "--json"]);
+    assert!(o.status.success());
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["evicted"], 0);
+    assert_eq!(salvage(dir.path(), &["ccr", "gc"]).status.code(), Some(2));
+    assert!(salvage(dir.path(), &["ccr", "redact", marker.trim()]).status.success());
+    let o = salvage(dir.path(), &["recall", marker.trim()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("redacted"));
+    // Commands that read refuse a missing database instead of creating one.
+    let o = salvage(dir.path(), &["ccr", "stats", "--db", "nope.db"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!dir.path().join("nope.db").exists());
+}
+
+/// Overwrites the stored bytes with zeros using the sqlite3 tool, as an attacker or a bad disk would.
+fn zero_stored_bytes(db: &std::path::Path) {
+    let status = Command::new("sqlite3")
+        .arg(db)
+        .arg("UPDATE ccr_blobs SET data = CAST(zeroblob(length(data)) AS BLOB);")
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        _ => panic!("the sqlite3 tool is needed (CI installs it)"),
+    }
+}
