@@ -223,6 +223,9 @@ fn key_from_blob(b: Vec<u8>) -> Result<CcrKey, CcrError> {
     Ok(CcrKey(arr))
 }
 
+/// id, key, codec, raw_len, data, last_access, redacted_at.
+type BlobRow = (i64, CcrKey, i64, i64, Option<Vec<u8>>, i64, Option<i64>);
+
 /// A handle on the archive over a connection (which may be inside the caller's transaction).
 pub struct Ccr<'c> {
     conn: &'c Connection,
@@ -307,7 +310,10 @@ impl<'c> Ccr<'c> {
     }
 
     fn by_short(&self, short: &str) -> Result<Vec<(i64, CcrKey)>, CcrError> {
-        let mut st = self.conn.prepare_cached("SELECT id, key FROM ccr_blobs WHERE short = ?1").map_err(sql("lookup"))?;
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT id, key FROM ccr_blobs WHERE short = ?1")
+            .map_err(sql("lookup"))?;
         let rows = st
             .query_map([short], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
             .map_err(sql("lookup"))?;
@@ -340,8 +346,82 @@ impl<'c> Ccr<'c> {
 
     /// Gets an original by key or unique prefix, verified against its hash.
     pub fn get(&self, prefix: &str) -> Result<Vec<u8>, CcrError> {
-        let (id, key) = self.resolve_row(prefix)?;
-        self.get_row(id, &key)
+        let p = KeyPrefix::parse(prefix)?;
+        // One query fetches the candidates with their content (almost always exactly one row).
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT id, key, codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE short = ?1",
+            )
+            .map_err(sql("get"))?;
+        let mut rows = st.query([&p.as_str()[..MARKER_HEX_LEN]]).map_err(sql("get"))?;
+        let mut hit: Option<BlobRow> = None;
+        let mut candidates: Vec<String> = Vec::new();
+        while let Some(r) = rows.next().map_err(sql("get"))? {
+            let key = key_from_blob(r.get(1).map_err(sql("get"))?)?;
+            if !p.matches(&key) {
+                continue;
+            }
+            candidates.push(key.hex());
+            if hit.is_none() {
+                hit = Some((
+                    r.get(0).map_err(sql("get"))?,
+                    key,
+                    r.get(2).map_err(sql("get"))?,
+                    r.get(3).map_err(sql("get"))?,
+                    r.get(4).map_err(sql("get"))?,
+                    r.get(5).map_err(sql("get"))?,
+                    r.get(6).map_err(sql("get"))?,
+                ));
+            }
+        }
+        match (hit, candidates.len()) {
+            (None, _) => Err(CcrError::NotFound { prefix: p.to_string() }),
+            (Some(row), 1) => self.finish_get(row),
+            (Some(_), _) => Err(CcrError::Ambiguous { prefix: p.to_string(), candidates }),
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn finish_get(
+        &self,
+        (id, key, codec, raw_len, data, last_access, redacted_at): (
+            i64,
+            CcrKey,
+            i64,
+            i64,
+            Option<Vec<u8>>,
+            i64,
+            Option<i64>,
+        ),
+    ) -> Result<Vec<u8>, CcrError> {
+        if redacted_at.is_some() {
+            return Err(CcrError::Redacted { key: key.hex() });
+        }
+        let data =
+            data.ok_or_else(|| CcrError::Corrupt { key: key.hex(), reason: "content missing".into() })?;
+        let raw_len = u64::try_from(raw_len)
+            .map_err(|_| CcrError::Corrupt { key: key.hex(), reason: "negative length".into() })?;
+        let bytes = match codec {
+            CODEC_RAW if raw_len <= self.max_blob_bytes => {
+                // Raw content: verify in place and hand the buffer over without a copy.
+                if data.len() as u64 != raw_len || CcrKey::of(&data) != key {
+                    return Err(CcrError::Corrupt {
+                        key: key.hex(),
+                        reason: "content does not hash to its key".into(),
+                    });
+                }
+                data
+            }
+            _ => decode(&key, codec, raw_len, &data, self.max_blob_bytes)?,
+        };
+        let now = self.clock.now_ms();
+        if now - last_access > ACCESS_GRANULARITY_MS {
+            // Best effort: a busy database must not fail a read.
+            let _ =
+                self.conn.execute("UPDATE ccr_blobs SET last_access = ?1 WHERE id = ?2", params![now, id]);
+        }
+        Ok(bytes)
     }
 
     /// Gets an original by full key, verified.
@@ -368,33 +448,14 @@ impl<'c> Ccr<'c> {
     fn get_row(&self, id: i64, key: &CcrKey) -> Result<Vec<u8>, CcrError> {
         let row = self
             .conn
-            .prepare_cached("SELECT codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE id = ?1")
+            .prepare_cached(
+                "SELECT codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE id = ?1",
+            )
             .and_then(|mut st| {
-                st.query_row([id], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, Option<Vec<u8>>>(2)?,
-                        r.get::<_, i64>(3)?,
-                        r.get::<_, Option<i64>>(4)?,
-                    ))
-                })
+                st.query_row([id], |r| Ok((id, *key, r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
             })
             .map_err(sql("get"))?;
-        let (codec, raw_len, data, last_access, redacted_at) = row;
-        if redacted_at.is_some() {
-            return Err(CcrError::Redacted { key: key.hex() });
-        }
-        let data = data.ok_or_else(|| CcrError::Corrupt { key: key.hex(), reason: "content missing".into() })?;
-        let raw_len = u64::try_from(raw_len)
-            .map_err(|_| CcrError::Corrupt { key: key.hex(), reason: "negative length".into() })?;
-        let bytes = decode(key, codec, raw_len, &data, self.max_blob_bytes)?;
-        let now = self.clock.now_ms();
-        if now - last_access > ACCESS_GRANULARITY_MS {
-            // Best effort: a busy database must not fail a read.
-            let _ = self.conn.execute("UPDATE ccr_blobs SET last_access = ?1 WHERE id = ?2", params![now, id]);
-        }
-        Ok(bytes)
+        self.finish_get(row)
     }
 
     /// Records that `owner` (e.g. a journal session) references the blob: it is never evicted.
@@ -502,7 +563,13 @@ impl<'c> Ccr<'c> {
                     .map_err(sql("gc"))?;
                 let rows = st
                     .query_map([], |r| {
-                        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, bool>(4)?))
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, i64>(2)?,
+                            r.get::<_, i64>(3)?,
+                            r.get::<_, bool>(4)?,
+                        ))
                     })
                     .map_err(sql("gc"))?;
                 for row in rows {
@@ -532,13 +599,16 @@ impl<'c> Ccr<'c> {
                 }
             }
             if !policy.dry_run {
-                let mut del = self.conn.prepare_cached("DELETE FROM ccr_blobs WHERE id = ?1").map_err(sql("gc"))?;
+                let mut del =
+                    self.conn.prepare_cached("DELETE FROM ccr_blobs WHERE id = ?1").map_err(sql("gc"))?;
                 for id in &evict {
                     del.execute([id]).map_err(sql("gc"))?;
                 }
             }
-            let all: i64 = self.conn.query_row("SELECT count(*) FROM ccr_blobs", [], |r| r.get(0)).map_err(sql("gc"))?;
-            report.remaining = u64::try_from(all).unwrap_or(0) - if policy.dry_run { report.evicted } else { 0 };
+            let all: i64 =
+                self.conn.query_row("SELECT count(*) FROM ccr_blobs", [], |r| r.get(0)).map_err(sql("gc"))?;
+            report.remaining =
+                u64::try_from(all).unwrap_or(0) - if policy.dry_run { report.evicted } else { 0 };
             Ok(report)
         })
     }

@@ -19,7 +19,28 @@ impl Clock for FakeClock {
 
 fn text(n: usize, seed: u64) -> Vec<u8> {
     // Realistic-ish text: words from a small vocabulary chosen by a xorshift generator.
-    let words = ["the", "build", "failed", "in", "crates/store", "because", "SQLITE_BUSY", "was", "returned", "retry", "fn", "main()", "{", "}", "error:", "line", "42", "ok", "wal", "checkpoint"];
+    let words = [
+        "the",
+        "build",
+        "failed",
+        "in",
+        "crates/store",
+        "because",
+        "SQLITE_BUSY",
+        "was",
+        "returned",
+        "retry",
+        "fn",
+        "main()",
+        "{",
+        "}",
+        "error:",
+        "line",
+        "42",
+        "ok",
+        "wal",
+        "checkpoint",
+    ];
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
@@ -58,7 +79,10 @@ fn put_is_idempotent_and_get_returns_the_original() {
     // Tiny content is stored raw.
     let tiny = ccr.put(b"ok").unwrap();
     assert_eq!(ccr.get(&tiny.key.short()).unwrap(), b"ok");
-    let codec: i64 = store.conn().query_row("SELECT codec FROM ccr_blobs WHERE key = ?1", [&tiny.key.0[..]], |r| r.get(0)).unwrap();
+    let codec: i64 = store
+        .conn()
+        .query_row("SELECT codec FROM ccr_blobs WHERE key = ?1", [&tiny.key.0[..]], |r| r.get(0))
+        .unwrap();
     assert_eq!(codec, 0);
     // Unknown and malformed keys.
     assert!(matches!(ccr.get("0000000000000000"), Err(CcrError::NotFound { .. })));
@@ -71,14 +95,24 @@ fn a_flipped_byte_anywhere_is_detected_by_get_and_verify() {
     let store = open(&dir);
     let clock = FakeClock(Cell::new(1_000));
     let ccr = Ccr::new(store.conn(), &clock);
-    for (content, label) in [(text(20_000, 3), "zstd"), (b"incompressible?".repeat(1).to_vec(), "raw-tiny"), ((0..5000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect::<Vec<u8>>(), "raw-random")] {
+    for (content, label) in [
+        (text(20_000, 3), "zstd"),
+        (b"incompressible?".repeat(1).to_vec(), "raw-tiny"),
+        ((0..5000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect::<Vec<u8>>(), "raw-random"),
+    ] {
         let key = ccr.put(&content).unwrap().key;
-        let data: Vec<u8> = store.conn().query_row("SELECT data FROM ccr_blobs WHERE key = ?1", [&key.0[..]], |r| r.get(0)).unwrap();
+        let data: Vec<u8> = store
+            .conn()
+            .query_row("SELECT data FROM ccr_blobs WHERE key = ?1", [&key.0[..]], |r| r.get(0))
+            .unwrap();
         let positions = [0, 1, data.len() / 3, data.len() / 2, data.len() - 1];
         for pos in positions {
             let mut bad = data.clone();
             bad[pos] ^= 0x20;
-            store.conn().execute("UPDATE ccr_blobs SET data = ?1 WHERE key = ?2", params![bad, &key.0[..]]).unwrap();
+            store
+                .conn()
+                .execute("UPDATE ccr_blobs SET data = ?1 WHERE key = ?2", params![bad, &key.0[..]])
+                .unwrap();
             match ccr.get(&key.short()) {
                 Err(CcrError::Corrupt { .. }) => {}
                 other => panic!("{label} byte {pos}: {other:?}"),
@@ -87,12 +121,21 @@ fn a_flipped_byte_anywhere_is_detected_by_get_and_verify() {
             assert_eq!(v.bad.len(), 1, "{label} byte {pos}");
             assert_eq!(v.bad[0].0, key.hex());
         }
-        store.conn().execute("UPDATE ccr_blobs SET data = ?1 WHERE key = ?2", params![data, &key.0[..]]).unwrap();
+        store
+            .conn()
+            .execute("UPDATE ccr_blobs SET data = ?1 WHERE key = ?2", params![data, &key.0[..]])
+            .unwrap();
         assert_eq!(ccr.get(&key.short()).unwrap(), content);
         // A tampered length is caught too.
-        store.conn().execute("UPDATE ccr_blobs SET raw_len = raw_len + 1 WHERE key = ?1", params![&key.0[..]]).unwrap();
+        store
+            .conn()
+            .execute("UPDATE ccr_blobs SET raw_len = raw_len + 1 WHERE key = ?1", params![&key.0[..]])
+            .unwrap();
         assert!(matches!(ccr.get(&key.short()), Err(CcrError::Corrupt { .. })), "{label} length");
-        store.conn().execute("UPDATE ccr_blobs SET raw_len = raw_len - 1 WHERE key = ?1", params![&key.0[..]]).unwrap();
+        store
+            .conn()
+            .execute("UPDATE ccr_blobs SET raw_len = raw_len - 1 WHERE key = ?1", params![&key.0[..]])
+            .unwrap();
     }
     assert!(ccr.verify().unwrap().bad.is_empty());
 }
@@ -140,7 +183,11 @@ fn retention_spares_referenced_and_young_blobs_and_evicts_lru_first() {
     clock.0.set(60_000_000);
     let each = ccr.stats().unwrap().stored_bytes / 6;
     // Capacity for ~3 blobs: evicts the least recently used unreferenced ones (1, 2, 3) but never 0.
-    let policy = Retention { max_bytes: Some(each * 3 + each / 2), grace: Duration::from_secs(1), ..Retention::default() };
+    let policy = Retention {
+        max_bytes: Some(each * 3 + each / 2),
+        grace: Duration::from_secs(1),
+        ..Retention::default()
+    };
     let dry = ccr.gc(&Retention { dry_run: true, ..policy.clone() }).unwrap();
     assert_eq!(ccr.stats().unwrap().entries, 6, "a dry run deletes nothing");
     let r = ccr.gc(&policy).unwrap();
@@ -153,7 +200,13 @@ fn retention_spares_referenced_and_young_blobs_and_evicts_lru_first() {
     // max age both go except a young one inside the grace period.
     clock.0.set(200_000_000);
     let young = ccr.put(b"written by a writer still in flight -- keep me around please").unwrap().key;
-    let r = ccr.gc(&Retention { max_age: Some(Duration::from_millis(120_000_000)), grace: Duration::from_secs(60), ..Retention::default() }).unwrap();
+    let r = ccr
+        .gc(&Retention {
+            max_age: Some(Duration::from_millis(120_000_000)),
+            grace: Duration::from_secs(60),
+            ..Retention::default()
+        })
+        .unwrap();
     assert_eq!(r.evicted, 2);
     assert!(ccr.contains(&young).unwrap() && ccr.contains(&keys[0]).unwrap());
     assert!(ccr.reference(&CcrKey::of(b"never stored"), "x").is_err());
@@ -169,7 +222,8 @@ fn redaction_clears_content_and_keeps_the_key() {
     assert_eq!(ccr.redact(&k.short()).unwrap(), k);
     assert!(matches!(ccr.get(&k.short()), Err(CcrError::Redacted { .. })));
     assert!(ccr.contains(&k).unwrap());
-    let data: Option<Vec<u8>> = store.conn().query_row("SELECT data FROM ccr_blobs", [], |r| r.get(0)).unwrap();
+    let data: Option<Vec<u8>> =
+        store.conn().query_row("SELECT data FROM ccr_blobs", [], |r| r.get(0)).unwrap();
     assert_eq!(data, None);
     let v = ccr.verify().unwrap();
     assert_eq!((v.checked, v.redacted, v.bad.len()), (0, 1, 0));
@@ -218,7 +272,12 @@ fn concurrent_writers_in_separate_processes_lose_nothing() {
     let children: Vec<_> = (1..=4u64)
         .map(|id| {
             std::process::Command::new(&exe)
-                .args(["--exact", "concurrent_writers_in_separate_processes_lose_nothing", "--nocapture", "--test-threads=1"])
+                .args([
+                    "--exact",
+                    "concurrent_writers_in_separate_processes_lose_nothing",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
                 .env(CHILD_ENV, format!("{}|{id}", path.display()))
                 .stdout(std::process::Stdio::null())
                 .spawn()

@@ -12,10 +12,19 @@ fn recall_vectors() {
     for c in &cases {
         let i = &c.input;
         if let Some(text) = i.get("key_of") {
-            assert_eq!(CcrKey::of(text.as_str().unwrap().as_bytes()).short(), c.expect["key"].as_str().unwrap(), "{}", c.id);
+            assert_eq!(
+                CcrKey::of(text.as_str().unwrap().as_bytes()).short(),
+                c.expect["key"].as_str().unwrap(),
+                "{}",
+                c.id
+            );
         } else if let Some(text) = i.get("extract") {
-            let want: Vec<String> =
-                c.expect["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_string()).collect();
+            let want: Vec<String> = c.expect["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_str().unwrap().to_string())
+                .collect();
             assert_eq!(extract_keys(text.as_str().unwrap()), want, "{}", c.id);
         } else if let Some(names) = i.get("recall_tool_name") {
             let want = c.expect["is_recall"].as_bool().unwrap();

@@ -25,7 +25,13 @@ fn put_then_recall_every_marker_form() {
     assert!(marker.starts_with("<<ccr:") && marker.ends_with(">>") && marker.len() == 24, "{marker}");
     assert!(dir.path().join(".salvage/salvage.db").exists(), "default database created on first use");
     let key = &marker[6..22];
-    for form in [marker.clone(), format!("ccr:{key}"), key.to_uppercase(), format!("<< ccr: {key} >>"), format!("{{\"key\":\"{key}\"}}")] {
+    for form in [
+        marker.clone(),
+        format!("ccr:{key}"),
+        key.to_uppercase(),
+        format!("<< ccr: {key} >>"),
+        format!("{{\"key\":\"{key}\"}}"),
+    ] {
         let o = salvage(dir.path(), &["recall", &form]);
         assert!(o.status.success(), "{form}");
         assert_eq!(o.stdout, original.as_bytes(), "{form}: original bytes unchanged");
@@ -45,7 +51,11 @@ fn put_then_recall_every_marker_form() {
 #[test]
 fn stats_verify_gc_redact() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.txt"), "secret sk-ant-api03-XXXXXXXXXXXXXXXXXXXX in a tool result ".repeat(50)).unwrap();
+    std::fs::write(
+        dir.path().join("a.txt"),
+        "secret sk-ant-api03-XXXXXXXXXXXXXXXXXXXX in a tool result ".repeat(50),
+    )
+    .unwrap();
     let marker = String::from_utf8(salvage(dir.path(), &["ccr", "put", "a.txt"]).stdout).unwrap();
     let o = salvage(dir.path(), &["ccr", "stats", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -22,11 +22,8 @@ pub struct Migration {
 }
 
 /// Every shipped migration, in order. Shipped migrations are frozen (see `migrations/checksums.txt`).
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_ccr.sql",
-    sql: include_str!("../../../migrations/0001_ccr.sql"),
-}];
+pub const MIGRATIONS: &[Migration] =
+    &[Migration { version: 1, name: "0001_ccr.sql", sql: include_str!("../../../migrations/0001_ccr.sql") }];
 
 /// The schema version this build writes.
 pub fn latest_version() -> u32 {
@@ -135,7 +132,8 @@ impl Store {
         if options.create {
             create_owner_only(&path)?;
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let flags =
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(&path, flags)
             .map_err(|source| StoreError::Open { path: path.clone(), source })?;
         let store = Store { conn, path };
@@ -147,12 +145,14 @@ impl Store {
     /// An in-memory database with the schema applied (for `--no-journal` runs and tests).
     pub fn in_memory() -> Result<Store, StoreError> {
         let path = PathBuf::from(":memory:");
-        let conn = Connection::open_in_memory().map_err(|source| StoreError::Open { path: path.clone(), source })?;
+        let conn =
+            Connection::open_in_memory().map_err(|source| StoreError::Open { path: path.clone(), source })?;
         let store = Store { conn, path };
-        store
-            .conn
-            .pragma_update(None, "foreign_keys", "ON")
-            .map_err(|source| StoreError::Setting { path: store.path.clone(), setting: "foreign_keys", source })?;
+        store.conn.pragma_update(None, "foreign_keys", "ON").map_err(|source| StoreError::Setting {
+            path: store.path.clone(),
+            setting: "foreign_keys",
+            source,
+        })?;
         store.migrate(latest_version())?;
         Ok(store)
     }
@@ -194,7 +194,11 @@ impl Store {
     fn migrate(&self, target: u32) -> Result<(), StoreError> {
         let found = self.version()?;
         if found > latest_version() {
-            return Err(StoreError::NewerSchema { path: self.path.clone(), found, supported: latest_version() });
+            return Err(StoreError::NewerSchema {
+                path: self.path.clone(),
+                found,
+                supported: latest_version(),
+            });
         }
         if found >= target {
             return Ok(());
@@ -202,16 +206,25 @@ impl Store {
         // The write lock serializes two processes migrating a new file; re-read under it.
         let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)
             .map_err(|source| StoreError::Migrate { path: self.path.clone(), name: "(begin)", source })?;
-        let found = user_version(&tx).map_err(|source| StoreError::Open { path: self.path.clone(), source })?;
+        let found =
+            user_version(&tx).map_err(|source| StoreError::Open { path: self.path.clone(), source })?;
         if found > latest_version() {
-            return Err(StoreError::NewerSchema { path: self.path.clone(), found, supported: latest_version() });
+            return Err(StoreError::NewerSchema {
+                path: self.path.clone(),
+                found,
+                supported: latest_version(),
+            });
         }
         for m in MIGRATIONS.iter().filter(|m| m.version > found && m.version <= target) {
             tx.execute_batch(m.sql)
                 .and_then(|()| tx.pragma_update(None, "user_version", m.version))
                 .map_err(|source| StoreError::Migrate { path: self.path.clone(), name: m.name, source })?;
         }
-        tx.commit().map_err(|source| StoreError::Migrate { path: self.path.clone(), name: "(commit)", source })?;
+        tx.commit().map_err(|source| StoreError::Migrate {
+            path: self.path.clone(),
+            name: "(commit)",
+            source,
+        })?;
         Ok(())
     }
 
@@ -261,7 +274,11 @@ mod tests {
     use super::*;
 
     fn schema(conn: &Connection) -> Vec<String> {
-        let mut st = conn.prepare("SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_master ORDER BY name").unwrap();
+        let mut st = conn
+            .prepare(
+                "SELECT type || ' ' || name || ': ' || coalesce(sql, '') FROM sqlite_master ORDER BY name",
+            )
+            .unwrap();
         st.query_map([], |r| r.get(0)).unwrap().map(|r| r.unwrap()).collect()
     }
 
@@ -283,7 +300,11 @@ mod tests {
     #[test]
     fn settings_are_applied() {
         let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("a.db"), &Options { durability: Durability::Full, ..Options::default() }).unwrap();
+        let s = Store::open(
+            &dir.path().join("a.db"),
+            &Options { durability: Durability::Full, ..Options::default() },
+        )
+        .unwrap();
         let mode: String = s.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
         let sync: i64 = s.conn().query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
         let fk: i64 = s.conn().query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
@@ -333,14 +354,22 @@ mod tests {
         assert_eq!(pinned.len(), MIGRATIONS.len(), "every migration is pinned in migrations/checksums.txt");
         for (m, (hash, name)) in MIGRATIONS.iter().zip(&pinned) {
             assert_eq!(m.name, *name);
-            assert_eq!(blake3::hash(m.sql.as_bytes()).to_hex().as_str(), *hash, "{} changed after shipping: add a new migration instead", m.name);
+            assert_eq!(
+                blake3::hash(m.sql.as_bytes()).to_hex().as_str(),
+                *hash,
+                "{} changed after shipping: add a new migration instead",
+                m.name
+            );
         }
         // Versions are 1..=N in order and match the file names.
         for (i, m) in MIGRATIONS.iter().enumerate() {
             assert_eq!(m.version as usize, i + 1);
             assert!(m.name.starts_with(&format!("{:04}_", m.version)));
         }
-        let on_disk = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".sql")).count();
+        let on_disk = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".sql"))
+            .count();
         assert_eq!(on_disk, MIGRATIONS.len(), "every .sql file in migrations/ is embedded");
     }
 

@@ -88,7 +88,12 @@ impl KeyPrefix {
 
     /// True when `key` starts with this prefix.
     pub fn matches(&self, key: &CcrKey) -> bool {
-        key.hex().starts_with(&self.0)
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        self.0.bytes().enumerate().all(|(i, c)| {
+            let b = key.0[i / 2];
+            let nibble = if i % 2 == 0 { b >> 4 } else { b & 0x0f };
+            HEX[usize::from(nibble)] == c
+        })
     }
 }
 

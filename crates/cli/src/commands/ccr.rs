@@ -113,7 +113,9 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 None => None,
                 Some(t) => Some(
                     ByteSize::parse(&t)
-                        .ok_or_else(|| Failure::Input(format!("--max-bytes: {t:?} is not a size such as 512MB")))?
+                        .ok_or_else(|| {
+                            Failure::Input(format!("--max-bytes: {t:?} is not a size such as 512MB"))
+                        })?
                         .0,
                 ),
             };
@@ -150,7 +152,8 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                     .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
                 b
             } else {
-                std::fs::read(&file).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", file.display())))?
+                std::fs::read(&file)
+                    .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", file.display())))?
             };
             let store = args.db.open()?;
             let ccr = Ccr::new(store.conn(), &clock);

@@ -8,7 +8,9 @@ use salvage_ccr::{CcrError, SystemClock};
 
 /// Arguments of `salvage recall`.
 #[derive(clap::Args)]
-#[command(after_help = "Accepts <<ccr:KEY>>, <ccr:KEY>, ccr:KEY, a bare key (16 to 64 hex characters), or JSON such as {\"keys\": [...]}.\nOne key prints the original bytes unchanged; several print labelled sections.\nExit 1 when a key is not found, corrupt or redacted.")]
+#[command(
+    after_help = "Accepts <<ccr:KEY>>, <ccr:KEY>, ccr:KEY, a bare key (16 to 64 hex characters), or JSON such as {\"keys\": [...]}.\nOne key prints the original bytes unchanged; several print labelled sections.\nExit 1 when a key is not found, corrupt or redacted."
+)]
 pub struct Args {
     /// Keys or markers (each argument may hold several).
     #[arg(required = true, value_name = "KEY_OR_MARKER")]

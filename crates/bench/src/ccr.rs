@@ -1,0 +1,145 @@
+//! CCR put and get-and-verify against raw blake3 + zstd-3 over the same items, and whether a
+//! trained dictionary pays for items under 16 KB.
+
+use crate::data::mixed;
+use crate::harness::interleave;
+use crate::{Plan, Row};
+use salvage_ccr::{Ccr, SystemClock};
+use salvage_store::{Options, Store};
+use salvage_types::CcrKey;
+
+fn items(plan: &Plan) -> Vec<Vec<u8>> {
+    let per_size = ((16.0 * plan.scale) as usize).max(2);
+    let mut out = Vec::new();
+    let mut seed = 1;
+    for size in [4 << 10, 16 << 10, 64 << 10, 256 << 10] {
+        for _ in 0..per_size {
+            out.push(mixed(size, seed).into_bytes());
+            seed += 1;
+        }
+    }
+    out
+}
+
+/// Runs the CCR workloads.
+pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
+    let items = items(plan);
+    let total: usize = items.iter().map(Vec::len).sum();
+    let dir = tempfile::tempdir()?;
+    let clock = SystemClock;
+    let mut rows = Vec::new();
+
+    // put: every round into a fresh file (opened beforehand), one transaction per put (autocommit).
+    let stores: Vec<Store> = (0..plan.rounds + 1)
+        .map(|i| Store::open(&dir.path().join(format!("put{i}.db")), &Options::default()))
+        .collect::<Result<_, _>>()?;
+    let mut round = 0;
+    let mut comp = zstd::bulk::Compressor::new(3)?;
+    let put = interleave(
+        plan.rounds,
+        || {
+            for it in &items {
+                let h = blake3::hash(it);
+                let z = comp.compress(it).unwrap_or_default();
+                std::hint::black_box((h, z));
+            }
+        },
+        || {
+            if let Some(store) = stores.get(round) {
+                let ccr = Ccr::new(store.conn(), &clock);
+                for it in &items {
+                    std::hint::black_box(ccr.put(it).ok());
+                }
+            }
+            round += 1;
+        },
+    );
+    let mbps = |d: std::time::Duration| total as f64 / d.as_secs_f64() / 1e6;
+    rows.push(Row::at_least(
+        "ccr put, 4-256 KB items",
+        "blake3 + zstd-3 compress",
+        put.speed_ratio(),
+        0.7,
+        format!("{:.0} MB/s vs {:.0} MB/s raw", mbps(put.ours), mbps(put.baseline)),
+    ));
+
+    // get-and-verify from one file holding every item.
+    let store = Store::open(&dir.path().join("get.db"), &Options::default())?;
+    let ccr = Ccr::new(store.conn(), &clock);
+    let mut compressed = Vec::new();
+    let mut keys = Vec::new();
+    for it in &items {
+        keys.push(ccr.put(it)?.key.short());
+        compressed.push((zstd::bulk::compress(it, 3)?, it.len()));
+    }
+    let mut dec = zstd::bulk::Decompressor::new()?;
+    let get = interleave(
+        plan.rounds,
+        || {
+            for (z, len) in &compressed {
+                let raw = dec.decompress(z, *len).unwrap_or_default();
+                std::hint::black_box(CcrKey::of(&raw));
+            }
+        },
+        || {
+            for k in &keys {
+                std::hint::black_box(ccr.get(k).ok());
+            }
+        },
+    );
+    rows.push(Row::at_least(
+        "ccr get-and-verify, 4-256 KB items",
+        "zstd decompress + blake3",
+        get.speed_ratio(),
+        0.7,
+        format!("{:.0} MB/s vs {:.0} MB/s raw", mbps(get.ours), mbps(get.baseline)),
+    ));
+    let stats = ccr.stats()?;
+    rows.push(Row::info(
+        "ccr compression ratio (mixed text)",
+        "original bytes",
+        stats.ratio(),
+        format!("{} items", stats.entries),
+    ));
+
+    // Does a trained dictionary pay for items under 16 KB?
+    let small: Vec<Vec<u8>> = (0..((400.0 * plan.scale) as u64).max(100))
+        .map(|i| mixed(512 + (i as usize * 7919) % (15 << 10), 10_000 + i).into_bytes())
+        .collect();
+    let (train, test) = small.split_at(small.len() / 2);
+    let dict = zstd::dict::from_samples(train, 64 << 10)?;
+    let mut plain = zstd::bulk::Compressor::new(3)?;
+    let mut with_dict = zstd::bulk::Compressor::with_dictionary(3, &dict)?;
+    let raw_small: usize = test.iter().map(Vec::len).sum();
+    let mut plain_len = 0usize;
+    let mut dict_len = 0usize;
+    for t in test {
+        plain_len += plain.compress(t)?.len();
+        dict_len += with_dict.compress(t)?.len();
+    }
+    let speed = interleave(
+        plan.rounds,
+        || {
+            for t in test {
+                std::hint::black_box(plain.compress(t).ok());
+            }
+        },
+        || {
+            for t in test {
+                std::hint::black_box(with_dict.compress(t).ok());
+            }
+        },
+    );
+    rows.push(Row::info(
+        "zstd dictionary on < 16 KB items (ratio gain)",
+        "zstd-3 without dictionary",
+        plain_len as f64 / dict_len.max(1) as f64,
+        format!(
+            "ratio {:.2} -> {:.2}, compress speed {:.2}x",
+            raw_small as f64 / plain_len.max(1) as f64,
+            raw_small as f64 / dict_len.max(1) as f64,
+            speed.speed_ratio()
+        ),
+    ));
+    Ok(rows)
+}

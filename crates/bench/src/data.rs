@@ -1,0 +1,201 @@
+//! Deterministic realistic data: prose, source code, JSON tool output and logs, from a seed.
+//! Not repeated strings, which compress unrealistically well.
+
+/// A small xorshift generator (deterministic across platforms).
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next value.
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// A value below `n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "request",
+    "gateway",
+    "rejected",
+    "because",
+    "body",
+    "size",
+    "exceeded",
+    "limit",
+    "we",
+    "compact",
+    "history",
+    "and",
+    "retry",
+    "with",
+    "smaller",
+    "payload",
+    "model",
+    "context",
+    "window",
+    "tokens",
+    "summary",
+    "tool",
+    "result",
+    "file",
+    "read",
+    "lines",
+    "function",
+    "returns",
+    "error",
+    "when",
+    "database",
+    "is",
+    "locked",
+    "test",
+    "fails",
+    "intermittently",
+    "under",
+    "load",
+    "after",
+    "merge",
+    "build",
+    "broke",
+    "fix",
+    "applied",
+    "configuration",
+    "proxy",
+    "corporate",
+    "network",
+    "timeout",
+    "session",
+    "journal",
+    "archive",
+    "verified",
+];
+const IDENTS: &[&str] = &[
+    "conn", "store", "history", "budget", "weight", "result", "msg", "idx", "keep", "archive", "key", "cap",
+    "attempt", "rung", "report", "buf", "len", "offset", "limit", "ctx", "err", "value", "items", "node",
+];
+
+fn prose(r: &mut Rng, out: &mut String) {
+    let n = 8 + r.below(20);
+    for i in 0..n {
+        let w = r.pick(WORDS);
+        if i == 0 {
+            let mut c = w.chars();
+            if let Some(f) = c.next() {
+                out.extend(f.to_uppercase());
+                out.push_str(c.as_str());
+            }
+        } else {
+            out.push_str(w);
+        }
+        out.push(if i + 1 == n { '.' } else { ' ' });
+    }
+    out.push_str(if r.below(4) == 0 { "\n\n" } else { " " });
+}
+
+fn code(r: &mut Rng, out: &mut String) {
+    let f = r.pick(IDENTS);
+    let a = r.pick(IDENTS);
+    out.push_str(&format!("fn {f}_{}(&mut self, {a}: usize) -> Result<u64, Error> {{\n", r.below(100)));
+    for _ in 0..(2 + r.below(6)) {
+        let x = r.pick(IDENTS);
+        let y = r.pick(IDENTS);
+        match r.below(4) {
+            0 => out.push_str(&format!(
+                "    let {x} = self.{y}.get({a}).ok_or(Error::Missing({}))?;\n",
+                r.below(999)
+            )),
+            1 => out.push_str(&format!(
+                "    if {x}.len() > {} {{\n        return Err(Error::TooLarge);\n    }}\n",
+                r.below(100_000)
+            )),
+            2 => out.push_str(&format!("    // {} {} {}\n", r.pick(WORDS), r.pick(WORDS), r.pick(WORDS))),
+            _ => out.push_str(&format!("    self.{x}.push({y} + {});\n", r.below(64))),
+        }
+    }
+    out.push_str("    Ok(0)\n}\n\n");
+}
+
+fn json(r: &mut Rng, out: &mut String) {
+    out.push_str(&format!(
+        "{{\"id\": \"{:016x}\", \"path\": \"src/{}/{}.rs\", \"line\": {}, \"status\": \"{}\", \"bytes\": {}, \"message\": \"{} {} {}\"}}\n",
+        r.next(),
+        r.pick(IDENTS),
+        r.pick(IDENTS),
+        r.below(5000),
+        ["ok", "error", "skipped", "timeout"][r.below(4)],
+        r.below(1 << 20),
+        r.pick(WORDS),
+        r.pick(WORDS),
+        r.pick(WORDS)
+    ));
+}
+
+fn log(r: &mut Rng, out: &mut String) {
+    out.push_str(&format!(
+        "2026-11-{:02}T{:02}:{:02}:{:02}.{:03}Z {} [{}] {} {} {} req={:08x} took={}ms\n",
+        1 + r.below(28),
+        r.below(24),
+        r.below(60),
+        r.below(60),
+        r.below(1000),
+        ["INFO", "WARN", "ERROR", "DEBUG"][r.below(4)],
+        r.pick(IDENTS),
+        r.pick(WORDS),
+        r.pick(WORDS),
+        r.pick(WORDS),
+        r.next() as u32,
+        r.below(3000)
+    ));
+}
+
+/// Which kind of text.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// Sentences.
+    Prose,
+    /// Rust-like source.
+    Code,
+    /// JSON lines of tool output.
+    Json,
+    /// Log lines.
+    Log,
+}
+
+/// About `n` bytes of one kind of text (exactly `n`, cut on a char boundary; all ASCII).
+pub fn text(kind: Kind, n: usize, seed: u64) -> String {
+    let mut r = Rng::new(seed);
+    let mut out = String::with_capacity(n + 256);
+    while out.len() < n {
+        match kind {
+            Kind::Prose => prose(&mut r, &mut out),
+            Kind::Code => code(&mut r, &mut out),
+            Kind::Json => json(&mut r, &mut out),
+            Kind::Log => log(&mut r, &mut out),
+        }
+    }
+    out.truncate(n);
+    out
+}
+
+/// Mixed text: each item a different kind.
+pub fn mixed(n: usize, seed: u64) -> String {
+    let kind = [Kind::Prose, Kind::Code, Kind::Json, Kind::Log][(seed % 4) as usize];
+    text(kind, n, seed)
+}
