@@ -48,7 +48,7 @@ fn text(n: usize, seed: u64) -> Vec<u8> {
         x ^= x >> 7;
         x ^= x << 17;
         out.extend_from_slice(words[(x % words.len() as u64) as usize].as_bytes());
-        out.push(if x % 11 == 0 { b'\n' } else { b' ' });
+        out.push(if x.is_multiple_of(11) { b'\n' } else { b' ' });
     }
     out.truncate(n);
     out
@@ -97,7 +97,7 @@ fn a_flipped_byte_anywhere_is_detected_by_get_and_verify() {
     let ccr = Ccr::new(store.conn(), &clock);
     for (content, label) in [
         (text(20_000, 3), "zstd"),
-        (b"incompressible?".repeat(1).to_vec(), "raw-tiny"),
+        (b"incompressible?".to_vec(), "raw-tiny"),
         ((0..5000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect::<Vec<u8>>(), "raw-random"),
     ] {
         let key = ccr.put(&content).unwrap().key;
