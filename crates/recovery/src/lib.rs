@@ -1,1 +1,20 @@
-//! x
+//! Context recovery as pure logic: the failure classifier, the payload policy, the three-rung
+//! ladder with content shrinking, the tool-result budget, pairing repair and output-limit
+//! escalation.
+//!
+//! This crate takes data and returns data: no files, database, clock or environment. It reaches
+//! the outside only through the [`archive::Archive`] trait, so the replay driver plugs in the real
+//! CCR and tests an in-memory one. Design decision: every operation returns a report (what was
+//! done, bytes and messages before and after, keys archived, messages for the user) that the
+//! journal records as an event and the CLI prints.
+
+pub mod archive;
+pub mod classify;
+pub mod escalation;
+pub mod ladder;
+pub mod pairing;
+pub mod payload;
+pub mod session;
+pub mod shrink;
+pub mod task;
+pub mod tool_budget;

@@ -1,0 +1,308 @@
+//! The recovery ladder (behaviour spec section 4): three rungs of ever harder compaction, chosen
+//! by the attempt number, each repairing pairing and archiving what it drops or cuts.
+
+use crate::archive::{ArchiveError, Archiver};
+use crate::pairing::{repair_tracked, PairingReport, Tracked};
+use crate::shrink::{shrink, ShrinkReport};
+use crate::task::task_index;
+use crate::tool_budget::{self, BudgetReport, Limits};
+use salvage_types::ccr_key::{has_marker, recoverable_suffix};
+use salvage_types::message::{Message, Role};
+use salvage_types::truncate::preserve_end;
+use salvage_types::weight::history_weight;
+use serde::Serialize;
+
+/// The notice inserted after the system messages when a rung drops messages.
+pub const COMPACTION_NOTICE: &str = "[Context was automatically compacted due to size limits. Previous conversation history has been summarized. Continue from where you left off.]";
+/// Rung 1 cuts assistant messages over this.
+pub const RUNG1_ASSISTANT_MAX: usize = 5_000;
+/// Rung 3 keeps this many non-system messages.
+pub const RUNG3_KEEP: usize = 4;
+/// Rung 3 caps each kept message at this.
+pub const RUNG3_MESSAGE_MAX: usize = 4_000;
+
+/// The second notice line, naming the archive of the dropped messages.
+pub fn dropped_line(marker: &str) -> String {
+    format!("[full transcript of the messages dropped by context recovery recoverable via @recall {marker}]")
+}
+
+/// A rung.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rung {
+    /// Aggressive budget: halved tool-result budget, assistant messages over 5 000 bytes cut.
+    Aggressive,
+    /// Emergency truncate: keep the last N non-system messages.
+    Emergency,
+    /// Nuclear: the last 4, each capped at 4 000 bytes, then shrink to the payload budget.
+    Nuclear,
+}
+
+impl Rung {
+    /// The rung for a (1-based) attempt number: 1, 2, then 3 for every later attempt.
+    pub fn for_attempt(attempt: u32) -> Rung {
+        match attempt {
+            0 | 1 => Rung::Aggressive,
+            2 => Rung::Emergency,
+            _ => Rung::Nuclear,
+        }
+    }
+
+    /// 1, 2 or 3.
+    pub fn number(self) -> u8 {
+        match self {
+            Rung::Aggressive => 1,
+            Rung::Emergency => 2,
+            Rung::Nuclear => 3,
+        }
+    }
+}
+
+/// What a rung is given besides the history.
+pub struct RungContext<'a> {
+    /// Where originals go (CCR on) or `None` (CCR off).
+    pub archiver: Archiver<'a>,
+    /// Messages rung 2 keeps (`CHATCLI_EMERGENCY_KEEP_MESSAGES`).
+    pub keep: usize,
+    /// The tool-result limits in force (rung 1 halves them).
+    pub limits: Limits,
+    /// The payload budget rung 3 shrinks to, if a cap is known.
+    pub payload_budget: Option<u64>,
+}
+
+/// What a rung did: everything the journal records and the CLI prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RungReport {
+    /// 1, 2 or 3.
+    pub rung: u8,
+    /// True when the history came out identical: not a recovery.
+    pub no_op: bool,
+    /// Weight before.
+    pub before_bytes: u64,
+    /// Weight after.
+    pub after_bytes: u64,
+    /// Messages before.
+    pub before_messages: usize,
+    /// Messages after.
+    pub after_messages: usize,
+    /// Non-system messages dropped.
+    pub dropped: usize,
+    /// Messages whose content was cut in place.
+    pub cut: usize,
+    /// Short keys of everything archived, in order.
+    pub archived: Vec<String>,
+    /// The marker of the dropped-messages transcript, if any.
+    pub dropped_marker: Option<String>,
+    /// The pairing repair of the output.
+    pub pairing: PairingReport,
+    /// The tool-result budget (rung 1).
+    pub budget: Option<BudgetReport>,
+    /// Shrinking (rung 3).
+    pub shrink: Option<ShrinkReport>,
+    /// Whether the task message was kept (always true; reported for the journal).
+    pub task_kept: bool,
+}
+
+impl RungReport {
+    /// A one-line summary, e.g. `rung 2: 4.2 MB → 1.1 MB, 31 → 12 messages, 3 archived`.
+    pub fn summary(&self) -> String {
+        if self.no_op {
+            return format!("rung {}: no-op (nothing to compact)", self.rung);
+        }
+        format!(
+            "rung {}: {} → {}, {} → {} messages, {} archived",
+            self.rung,
+            salvage_types::format_bytes(self.before_bytes),
+            salvage_types::format_bytes(self.after_bytes),
+            self.before_messages,
+            self.after_messages,
+            self.archived.len()
+        )
+    }
+}
+
+/// A rung's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RungOutcome {
+    /// The new history.
+    pub history: Vec<Message>,
+    /// What was done.
+    pub report: RungReport,
+}
+
+/// Cuts content with preserve-end truncation, archiving the original first when CCR is on.
+fn cut_preserve_end(m: &mut Message, max: usize, archiver: &mut Archiver<'_>) -> Result<bool, ArchiveError> {
+    if m.content.len() <= max || m.meta.preserve_verbatim {
+        return Ok(false);
+    }
+    let archive = archiver.enabled() && !has_marker(&m.content);
+    let suffix_room = if archive { 64 } else { 0 };
+    let Some(mut cut) = preserve_end(&m.content, max.saturating_sub(suffix_room)) else { return Ok(false) };
+    if archive {
+        if let Some(k) = archiver.put(m.content.as_bytes())? {
+            cut.push_str(&recoverable_suffix(&k));
+        }
+    }
+    if cut.len() >= m.content.len() {
+        return Ok(false);
+    }
+    m.content = cut;
+    Ok(true)
+}
+
+/// Applies a rung to a history (the input is not mutated).
+pub fn apply(rung: Rung, history: &[Message], ctx: &mut RungContext<'_>) -> Result<RungOutcome, ArchiveError> {
+    let before_bytes = history_weight(history);
+    let task = task_index(history).map(|i| history[i].clone());
+    let (out, dropped, cut, dropped_marker, pairing, budget, shrink_report) = match rung {
+        Rung::Aggressive => {
+            let items: Vec<Tracked> =
+                history.iter().cloned().enumerate().map(|(i, msg)| Tracked { origin: Some(i), msg }).collect();
+            let (items, pairing) = repair_tracked(items);
+            let repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
+            let (mut out, budget) = tool_budget::apply(&repaired, ctx.limits.halved(), &mut ctx.archiver)?;
+            let mut cut = budget.previewed;
+            for m in out.iter_mut().filter(|m| m.role == Role::Assistant) {
+                if cut_preserve_end(m, RUNG1_ASSISTANT_MAX, &mut ctx.archiver)? {
+                    cut += 1;
+                }
+            }
+            (out, 0, cut, None, pairing, Some(budget), None)
+        }
+        Rung::Emergency | Rung::Nuclear => {
+            let keep = if rung == Rung::Emergency { ctx.keep.max(1) } else { RUNG3_KEEP };
+            let (mut out, dropped, marker, pairing) = keep_last(history, keep, &mut ctx.archiver)?;
+            let mut cut = 0;
+            let mut shrink_report = None;
+            if rung == Rung::Nuclear {
+                for m in out.iter_mut().filter(|m| m.role != Role::System && !is_notice(m)) {
+                    if cut_preserve_end(m, RUNG3_MESSAGE_MAX, &mut ctx.archiver)? {
+                        cut += 1;
+                    }
+                }
+                if let Some(budget) = ctx.payload_budget {
+                    let (shrunk, r) = shrink(&out, budget, &mut ctx.archiver)?;
+                    cut += r.cuts;
+                    out = shrunk;
+                    shrink_report = Some(r);
+                }
+            }
+            (out, dropped, cut, marker, pairing, None, shrink_report)
+        }
+    };
+    let no_op = out == history;
+    let task_kept = match &task {
+        Some(t) => crate::task::task_survives(t, &out),
+        None => true,
+    };
+    let report = RungReport {
+        rung: rung.number(),
+        no_op,
+        before_bytes,
+        after_bytes: history_weight(&out),
+        before_messages: history.len(),
+        after_messages: out.len(),
+        dropped,
+        cut,
+        archived: ctx.archiver.keys.iter().map(|k| k.short()).collect(),
+        dropped_marker,
+        pairing,
+        budget,
+        shrink: shrink_report,
+        task_kept,
+    };
+    Ok(RungOutcome { history: out, report })
+}
+
+fn is_notice(m: &Message) -> bool {
+    m.role == Role::User && m.content.starts_with(COMPACTION_NOTICE)
+}
+
+/// Keeps every system message (moved to the front) and the last `keep` non-system messages; the
+/// kept part starts with a user message, and the task is kept before the window when it lies
+/// outside it. Everything dropped (including orphans the pairing repair removes) is archived as
+/// one JSON transcript, and the notice carries its marker.
+fn keep_last(
+    history: &[Message],
+    keep: usize,
+    archiver: &mut Archiver<'_>,
+) -> Result<(Vec<Message>, usize, Option<String>, PairingReport), ArchiveError> {
+    let system: Vec<usize> = (0..history.len()).filter(|&i| history[i].role == Role::System).collect();
+    let rest: Vec<usize> = (0..history.len()).filter(|&i| history[i].role != Role::System).collect();
+    let start = rest.len().saturating_sub(keep);
+    let mut window: Vec<usize> = rest[start..].to_vec();
+    let task = task_index(history);
+    match task {
+        Some(t) if window.contains(&t) => {
+            // The task is inside: start the kept part at the first user message.
+            while let Some(&first) = window.first() {
+                if history[first].role == Role::User {
+                    break;
+                }
+                window.remove(0);
+            }
+        }
+        Some(t) => {
+            // [better] The task lies before the window (native tool-call chains): keep it, placed
+            // before the window, instead of dropping everything up to the next user message.
+            while window.first().is_some_and(|&f| history[f].role == Role::Tool) {
+                window.remove(0);
+            }
+            window.insert(0, t);
+        }
+        None => {
+            while window.first().is_some_and(|&f| history[f].role != Role::User) && window.len() > 1 {
+                window.remove(0);
+            }
+        }
+    }
+    let items: Vec<Tracked> = system
+        .iter()
+        .chain(window.iter())
+        .map(|&i| Tracked { origin: Some(i), msg: history[i].clone() })
+        .collect();
+    let (items, pairing) = repair_tracked(items);
+    let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
+    let dropped_msgs: Vec<&Message> =
+        rest.iter().filter(|i| !kept.contains(i)).map(|&i| &history[i]).collect();
+    let dropped = dropped_msgs.len();
+    let n_system = items.iter().take_while(|t| t.msg.role == Role::System).count();
+    let mut out: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
+    let mut marker = None;
+    if dropped > 0 {
+        let mut notice = COMPACTION_NOTICE.to_string();
+        let transcript = serde_json::to_vec(&dropped_msgs).map_err(|e| ArchiveError(e.to_string()))?;
+        if let Some(k) = archiver.put(&transcript)? {
+            notice.push('\n');
+            notice.push_str(&dropped_line(&k.marker()));
+            marker = Some(k.marker());
+        }
+        out.insert(n_system, Message::user(notice));
+    }
+    Ok((out, dropped, marker, pairing))
+}
+
+/// The verdict of one recovery attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attempt {
+    /// Attempts are used up: no rung ran.
+    Exhausted {
+        /// Attempts used.
+        used: u32,
+    },
+    /// A rung ran (its report says whether it was a no-op).
+    Ran(RungOutcome),
+}
+
+/// Runs recovery attempt `attempt` (1-based) of at most `max_attempts`.
+pub fn attempt(
+    attempt: u32,
+    max_attempts: u32,
+    history: &[Message],
+    ctx: &mut RungContext<'_>,
+) -> Result<Attempt, ArchiveError> {
+    if attempt == 0 || attempt > max_attempts {
+        return Ok(Attempt::Exhausted { used: attempt.saturating_sub(1).min(max_attempts) });
+    }
+    apply(Rung::for_attempt(attempt), history, ctx).map(Attempt::Ran)
+}
