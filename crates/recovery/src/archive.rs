@@ -38,6 +38,11 @@ impl MemoryArchive {
     pub fn is_empty(&self) -> bool {
         self.blobs.is_empty()
     }
+
+    /// Every original held.
+    pub fn blobs(&self) -> impl Iterator<Item = &[u8]> {
+        self.blobs.values().map(Vec::as_slice)
+    }
 }
 
 impl Archive for MemoryArchive {

@@ -78,7 +78,8 @@ const FIREWALL_SIGNALS: &[&str] = &[
     "policy violation",
     "request blocked",
 ];
-const HTML_FINGERPRINTS: &[&str] = &["invalid character '<'", "deserialization failed", "failed to decode response body"];
+const HTML_FINGERPRINTS: &[&str] =
+    &["invalid character '<'", "deserialization failed", "failed to decode response body"];
 const OVERFLOW_PHRASES: &[&str] = &[
     "prompt is too long",
     "context_length_exceeded",
@@ -111,10 +112,12 @@ const PAYLOAD_PHRASES: &[&str] = &[
 ];
 const TOKEN_WORDS: &[&str] = &["token", "context", "prompt"];
 const EXCESS_WORDS: &[&str] = &["exceed", "too long", "too large", "maximum", "limit"];
-const AUTH_PHRASES: &[&str] = &["unauthorized", "invalid api key", "invalid_api_key", "permission", "authentication"];
+const AUTH_PHRASES: &[&str] =
+    &["unauthorized", "invalid api key", "invalid_api_key", "permission", "authentication"];
 const RATE_PHRASES: &[&str] = &["rate limit", "rate_limit", "too many requests"];
 const MODEL_PHRASES: &[&str] = &["model not found", "model_not_found"];
-const SERVER_PHRASES: &[&str] = &["overloaded", "internal server error", "bad gateway", "service unavailable"];
+const SERVER_PHRASES: &[&str] =
+    &["overloaded", "internal server error", "bad gateway", "service unavailable"];
 const TIMEOUT_PHRASES: &[&str] = &["timeout", "timed out", "deadline exceeded"];
 
 fn first_of<'a>(text: &str, phrases: &[&'a str]) -> Option<&'a str> {
@@ -177,12 +180,18 @@ pub fn classify(input: &FailureInput) -> Classification {
                 return if input.history_bytes >= EOF_HEURISTIC_BYTES {
                     Classification::new(
                         ErrorClass::LikelyPayload,
-                        format!("transport '{signal}' with history weight {} ≥ {EOF_HEURISTIC_BYTES}", input.history_bytes),
+                        format!(
+                            "transport '{signal}' with history weight {} ≥ {EOF_HEURISTIC_BYTES}",
+                            input.history_bytes
+                        ),
                     )
                 } else {
                     Classification::new(
                         ErrorClass::TransientNetwork,
-                        format!("transport '{signal}' with history weight {} < {EOF_HEURISTIC_BYTES}", input.history_bytes),
+                        format!(
+                            "transport '{signal}' with history weight {} < {EOF_HEURISTIC_BYTES}",
+                            input.history_bytes
+                        ),
                     )
                 };
             }
@@ -197,7 +206,10 @@ pub fn classify(input: &FailureInput) -> Classification {
             return Classification::new(ErrorClass::WafRejection, format!("403 + firewall signal '{sig}'"));
         }
         if let Some(fp) = first_of(&text, HTML_FINGERPRINTS) {
-            return Classification::new(ErrorClass::WafRejection, format!("403 + HTML block page decoded as JSON ('{fp}')"));
+            return Classification::new(
+                ErrorClass::WafRejection,
+                format!("403 + HTML block page decoded as JSON ('{fp}')"),
+            );
         }
     }
 
@@ -214,7 +226,10 @@ pub fn classify(input: &FailureInput) -> Classification {
     }
     if let Some(s @ (400 | 413)) = status {
         if let (Some(t), Some(e)) = (first_of(&text, TOKEN_WORDS), first_of(&text, EXCESS_WORDS)) {
-            return Classification::new(ErrorClass::ContextOverflow, format!("status {s} with '{t}' and '{e}'"));
+            return Classification::new(
+                ErrorClass::ContextOverflow,
+                format!("status {s} with '{t}' and '{e}'"),
+            );
         }
     }
 

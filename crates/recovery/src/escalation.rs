@@ -25,7 +25,13 @@ impl Escalation {
     /// Doubles `max_tokens` up to the provider cap, at most `max_escalations` times.
     /// **\[better\]** never below the provider default, and a call that cannot raise the limit
     /// consumes no escalation.
-    pub fn step(&mut self, current: Option<u64>, provider_default: u64, cap: u64, max_escalations: u32) -> Step {
+    pub fn step(
+        &mut self,
+        current: Option<u64>,
+        provider_default: u64,
+        cap: u64,
+        max_escalations: u32,
+    ) -> Step {
         let base = current.unwrap_or(provider_default).max(provider_default);
         if self.used >= max_escalations {
             return Step { max_tokens: base, escalated: false };

@@ -151,14 +151,31 @@ fn cut_preserve_end(m: &mut Message, max: usize, archiver: &mut Archiver<'_>) ->
 }
 
 /// Applies a rung to a history (the input is not mutated).
-pub fn apply(rung: Rung, history: &[Message], ctx: &mut RungContext<'_>) -> Result<RungOutcome, ArchiveError> {
+pub fn apply(
+    rung: Rung,
+    history: &[Message],
+    ctx: &mut RungContext<'_>,
+) -> Result<RungOutcome, ArchiveError> {
     let before_bytes = history_weight(history);
     let task = task_index(history).map(|i| history[i].clone());
     let (out, dropped, cut, dropped_marker, pairing, budget, shrink_report) = match rung {
         Rung::Aggressive => {
-            let items: Vec<Tracked> =
-                history.iter().cloned().enumerate().map(|(i, msg)| Tracked { origin: Some(i), msg }).collect();
+            let items: Vec<Tracked> = history
+                .iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, msg)| Tracked { origin: Some(i), msg })
+                .collect();
             let (items, pairing) = repair_tracked(items);
+            // Orphans the repair removes are archived too: nothing is lost.
+            let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
+            let orphans: Vec<&Message> =
+                (0..history.len()).filter(|i| !kept.contains(i)).map(|i| &history[i]).collect();
+            if !orphans.is_empty() {
+                let transcript = serde_json::to_vec(&orphans).map_err(|e| ArchiveError(e.to_string()))?;
+                archiver_put(&mut ctx.archiver, &transcript)?;
+            }
+            let dropped_orphans = orphans.len();
             let repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
             let (mut out, budget) = tool_budget::apply(&repaired, ctx.limits.halved(), &mut ctx.archiver)?;
             let mut cut = budget.previewed;
@@ -167,7 +184,7 @@ pub fn apply(rung: Rung, history: &[Message], ctx: &mut RungContext<'_>) -> Resu
                     cut += 1;
                 }
             }
-            (out, 0, cut, None, pairing, Some(budget), None)
+            (out, dropped_orphans, cut, None, pairing, Some(budget), None)
         }
         Rung::Emergency | Rung::Nuclear => {
             let keep = if rung == Rung::Emergency { ctx.keep.max(1) } else { RUNG3_KEEP };
@@ -212,6 +229,10 @@ pub fn apply(rung: Rung, history: &[Message], ctx: &mut RungContext<'_>) -> Resu
         task_kept,
     };
     Ok(RungOutcome { history: out, report })
+}
+
+fn archiver_put(archiver: &mut Archiver<'_>, bytes: &[u8]) -> Result<(), ArchiveError> {
+    archiver.put(bytes).map(drop)
 }
 
 fn is_notice(m: &Message) -> bool {

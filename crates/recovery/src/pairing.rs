@@ -38,7 +38,11 @@ pub struct PairingReport {
 impl PairingReport {
     /// True when the history needed no repair.
     pub fn is_clean(&self) -> bool {
-        self.pruned_calls == 0 && self.synthetic == 0 && self.orphans == 0 && self.relocated == 0 && self.reordered == 0
+        self.pruned_calls == 0
+            && self.synthetic == 0
+            && self.orphans == 0
+            && self.relocated == 0
+            && self.reordered == 0
     }
 }
 
@@ -132,7 +136,8 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
 
 /// Repairs pairing. A history that needs no repair comes back unchanged (and the report is clean).
 pub fn repair(history: &[Message]) -> (Vec<Message>, PairingReport) {
-    let items = history.iter().cloned().enumerate().map(|(i, msg)| Tracked { origin: Some(i), msg }).collect();
+    let items =
+        history.iter().cloned().enumerate().map(|(i, msg)| Tracked { origin: Some(i), msg }).collect();
     let (out, report) = repair_tracked(items);
     (out.into_iter().map(|t| t.msg).collect(), report)
 }

@@ -65,7 +65,8 @@ pub fn learn_cap(rejected: Option<u64>, current: Option<u64>) -> CapDecision {
             cap: FALLBACK_CAP,
             previous: None,
             changed: true,
-            message: "Assuming 4 MB payload cap — export CHATCLI_MAX_PAYLOAD (e.g. 5MB, 512KB) to adjust".into(),
+            message: "Assuming 4 MB payload cap — export CHATCLI_MAX_PAYLOAD (e.g. 5MB, 512KB) to adjust"
+                .into(),
         },
     }
 }

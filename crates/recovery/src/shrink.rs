@@ -27,7 +27,11 @@ pub struct ShrinkReport {
 
 /// Shrinks the largest non-system, non-verbatim content over 400 bytes (first on ties), again
 /// and again, until the history weight fits `budget` or nothing shrinks. The input is not mutated.
-pub fn shrink(history: &[Message], budget: u64, archiver: &mut Archiver<'_>) -> Result<(Vec<Message>, ShrinkReport), ArchiveError> {
+pub fn shrink(
+    history: &[Message],
+    budget: u64,
+    archiver: &mut Archiver<'_>,
+) -> Result<(Vec<Message>, ShrinkReport), ArchiveError> {
     let mut out = history.to_vec();
     let mut weights: Vec<u64> = out.iter().map(message_weight).collect();
     let mut total: u64 = weights.iter().sum();
@@ -36,7 +40,8 @@ pub fn shrink(history: &[Message], budget: u64, archiver: &mut Archiver<'_>) -> 
     while total > budget {
         let mut best: Option<usize> = None;
         for (i, m) in out.iter().enumerate() {
-            if stuck[i] || m.role == Role::System || m.meta.preserve_verbatim || m.content.len() <= MIN_SHRINK {
+            if stuck[i] || m.role == Role::System || m.meta.preserve_verbatim || m.content.len() <= MIN_SHRINK
+            {
                 continue;
             }
             if best.is_none_or(|b| m.content.len() > out[b].content.len()) {

@@ -1,8 +1,8 @@
 //! The task: the latest real user request, which survives every rung.
 
+use crate::escalation::CONTINUATION;
 use crate::ladder::COMPACTION_NOTICE;
 use crate::payload::NOTICE_MARKER;
-use crate::escalation::CONTINUATION;
 use salvage_types::message::{Message, Role};
 
 /// Prefix of a level-2 summary message.
@@ -30,5 +30,8 @@ pub fn task_index(history: &[Message]) -> Option<usize> {
 /// preserve-end truncation (its head survives).
 pub fn task_survives(task: &Message, history: &[Message]) -> bool {
     let probe = salvage_types::truncate::head(&task.content, 200);
-    history.iter().any(|m| m.role == Role::User && (m.content == task.content || (!probe.is_empty() && m.content.starts_with(probe))))
+    history.iter().any(|m| {
+        m.role == Role::User
+            && (m.content == task.content || (!probe.is_empty() && m.content.starts_with(probe)))
+    })
 }

@@ -51,7 +51,11 @@ pub fn preview(content: &str) -> String {
     format!("{h}\n[... {omitted} chars of tool result omitted ({} total) ...]\n{t}", content.len())
 }
 
-fn cut(m: &mut Message, archiver: &mut Archiver<'_>, report: &mut BudgetReport) -> Result<bool, ArchiveError> {
+fn cut(
+    m: &mut Message,
+    archiver: &mut Archiver<'_>,
+    report: &mut BudgetReport,
+) -> Result<bool, ArchiveError> {
     let before = m.content.len();
     let mut p = preview(&m.content);
     if p.len() >= before {
@@ -72,7 +76,11 @@ fn cut(m: &mut Message, archiver: &mut Archiver<'_>, report: &mut BudgetReport) 
 }
 
 /// Applies the budget to a history (the input is not mutated).
-pub fn apply(history: &[Message], limits: Limits, archiver: &mut Archiver<'_>) -> Result<(Vec<Message>, BudgetReport), ArchiveError> {
+pub fn apply(
+    history: &[Message],
+    limits: Limits,
+    archiver: &mut Archiver<'_>,
+) -> Result<(Vec<Message>, BudgetReport), ArchiveError> {
     let mut out = history.to_vec();
     let mut report = BudgetReport::default();
     let mut i = 0;

@@ -152,7 +152,11 @@ fn ladder_vectors() {
             assert!(out.len() as u64 <= n.as_u64().unwrap(), "{}: {} messages", c.id, out.len());
         }
         if let Some(u) = e.get("contains_user") {
-            assert!(out.iter().any(|m| m.role.as_str() == "user" && m.content == u.as_str().unwrap()), "{}", c.id);
+            assert!(
+                out.iter().any(|m| m.role.as_str() == "user" && m.content == u.as_str().unwrap()),
+                "{}",
+                c.id
+            );
         }
         if let Some(n) = e.get("no_op") {
             assert_eq!(outcome.report.no_op, n.as_bool().unwrap(), "{}", c.id);
@@ -277,7 +281,12 @@ fn pairing_vectors() {
 fn notice_vectors() {
     for c in &vectors::load("notice.json").unwrap() {
         let h = history(&c.input["history"]);
-        assert_eq!(payload::notice_already_injected(&h), c.expect["already_injected"].as_bool().unwrap(), "{}", c.id);
+        assert_eq!(
+            payload::notice_already_injected(&h),
+            c.expect["already_injected"].as_bool().unwrap(),
+            "{}",
+            c.id
+        );
     }
     assert!(payload::notice_message().content.starts_with(payload::NOTICE_MARKER));
 }
