@@ -17,3 +17,7 @@ check:
 # Everything CI runs.
 ci:
     bash .ci/run
+
+# The benchmark suite (pass --quick for a run under a minute, --json for machines).
+bench *ARGS:
+    cargo run --release --locked -p salvage-bench -- {{ARGS}}

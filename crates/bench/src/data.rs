@@ -199,3 +199,58 @@ pub fn mixed(n: usize, seed: u64) -> String {
     let kind = [Kind::Prose, Kind::Code, Kind::Json, Kind::Log][(seed % 4) as usize];
     text(kind, n, seed)
 }
+
+/// A realistic agent session of about `bytes` of history weight: a system prompt, a task, then
+/// turns of assistant text, native tool calls and tool results of every kind (some large).
+pub fn agent_history(bytes: usize, seed: u64) -> Vec<salvage_types::Message> {
+    use salvage_types::message::{Message, ToolCall};
+    let mut r = Rng::new(seed);
+    let mut h = vec![
+        Message::system(text(Kind::Prose, 6_000, seed)),
+        Message::user(
+            "Fix the failing integration test in crates/store and make CI green again.".to_string(),
+        ),
+    ];
+    let mut total = 6_100usize;
+    let mut call = 0u64;
+    while total < bytes {
+        match r.below(6) {
+            0 => {
+                let m = Message::user(text(Kind::Prose, 80 + r.below(600), r.next()));
+                total += m.content.len();
+                h.push(m);
+            }
+            1 | 2 => {
+                let m = Message::assistant(text(Kind::Prose, 200 + r.below(3_000), r.next()));
+                total += m.content.len();
+                h.push(m);
+            }
+            _ => {
+                let n = 1 + r.below(3);
+                let mut a = Message::assistant(String::new());
+                let mut results = Vec::new();
+                for _ in 0..n {
+                    call += 1;
+                    let id = format!("toolu_{call:06}");
+                    let kind = [Kind::Code, Kind::Json, Kind::Log, Kind::Prose][r.below(4)];
+                    let size =
+                        if r.below(10) == 0 { 40_000 + r.below(200_000) } else { 500 + r.below(8_000) };
+                    a.tool_calls.push(ToolCall {
+                        id: id.clone(),
+                        kind: "function".into(),
+                        name: ["read_file", "run_command", "grep"][r.below(3)].into(),
+                        arguments: serde_json::json!({"path": format!("src/{}.rs", r.below(500)), "offset": r.below(900)}),
+                    });
+                    results.push(Message::tool(id, text(kind, size, r.next())));
+                }
+                total += 60 * n;
+                h.push(a);
+                for m in results {
+                    total += m.content.len();
+                    h.push(m);
+                }
+            }
+        }
+    }
+    h
+}

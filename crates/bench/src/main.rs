@@ -5,6 +5,7 @@ mod ccr;
 mod data;
 #[allow(dead_code)] // cost_ratio and time serve the ladder and journal workloads
 mod harness;
+mod ladder;
 
 use clap::Parser;
 use serde_json::json;
@@ -94,6 +95,9 @@ fn main() -> anyhow::Result<()> {
     let mut rows: Vec<Row> = Vec::new();
     if wanted("ccr") {
         rows.extend(ccr::run(&plan)?);
+    }
+    if wanted("ladder") || wanted("rung") {
+        rows.extend(ladder::run(&plan)?);
     }
     if args.json {
         let results: Vec<_> = rows

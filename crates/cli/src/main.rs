@@ -4,6 +4,7 @@
 //! environment (the only place that reads it), and hands each subcommand a plan and an output
 //! handle. Exit codes: 0 success, 1 the command ran and found a problem, 2 usage or unreadable input.
 
+mod archive_adapter;
 mod commands;
 mod db;
 mod exit;
@@ -37,6 +38,10 @@ enum Command {
     Recall(commands::recall::Args),
     /// The compressed archive: stats, verify, gc, put, redact.
     Ccr(commands::ccr::Args),
+    /// Classify one failure (stdin JSON or flags).
+    Classify(commands::classify::Args),
+    /// What-if: run one stage on a history JSON and print the result.
+    Apply(commands::apply::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +55,8 @@ fn main() -> ExitCode {
         Command::Import(a) => commands::import::run(*a, &env, &mut out),
         Command::Recall(a) => commands::recall::run(a, &mut out),
         Command::Ccr(a) => commands::ccr::run(a, &mut out),
+        Command::Classify(a) => commands::classify::run(a, &mut out),
+        Command::Apply(a) => commands::apply::run(a, &env, &mut out),
     };
     exit::finish(result, &mut out)
 }

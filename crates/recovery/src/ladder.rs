@@ -171,7 +171,7 @@ pub fn apply(
             let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
             let orphans: Vec<&Message> =
                 (0..history.len()).filter(|i| !kept.contains(i)).map(|i| &history[i]).collect();
-            if !orphans.is_empty() {
+            if !orphans.is_empty() && ctx.archiver.enabled() {
                 let transcript = serde_json::to_vec(&orphans).map_err(|e| ArchiveError(e.to_string()))?;
                 archiver_put(&mut ctx.archiver, &transcript)?;
             }
@@ -292,11 +292,13 @@ fn keep_last(
     let mut marker = None;
     if dropped > 0 {
         let mut notice = COMPACTION_NOTICE.to_string();
-        let transcript = serde_json::to_vec(&dropped_msgs).map_err(|e| ArchiveError(e.to_string()))?;
-        if let Some(k) = archiver.put(&transcript)? {
-            notice.push('\n');
-            notice.push_str(&dropped_line(&k.marker()));
-            marker = Some(k.marker());
+        if archiver.enabled() {
+            let transcript = serde_json::to_vec(&dropped_msgs).map_err(|e| ArchiveError(e.to_string()))?;
+            if let Some(k) = archiver.put(&transcript)? {
+                notice.push('\n');
+                notice.push_str(&dropped_line(&k.marker()));
+                marker = Some(k.marker());
+            }
         }
         out.insert(n_system, Message::user(notice));
     }
@@ -312,7 +314,7 @@ pub enum Attempt {
         used: u32,
     },
     /// A rung ran (its report says whether it was a no-op).
-    Ran(RungOutcome),
+    Ran(Box<RungOutcome>),
 }
 
 /// Runs recovery attempt `attempt` (1-based) of at most `max_attempts`.
@@ -325,5 +327,5 @@ pub fn attempt(
     if attempt == 0 || attempt > max_attempts {
         return Ok(Attempt::Exhausted { used: attempt.saturating_sub(1).min(max_attempts) });
     }
-    apply(Rung::for_attempt(attempt), history, ctx).map(Attempt::Ran)
+    apply(Rung::for_attempt(attempt), history, ctx).map(|o| Attempt::Ran(Box::new(o)))
 }

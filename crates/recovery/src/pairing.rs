@@ -102,9 +102,7 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
                 };
                 if adjacent && k > 0 {
                     // Results out of order but adjacent are valid: keep them as they are.
-                    for x in i + 1..i + 1 + k {
-                        out.push(items[x].clone());
-                    }
+                    out.extend(items[i + 1..i + 1 + k].iter().cloned());
                 } else {
                     let mut prev: Option<usize> = None;
                     for (c, f) in calls.iter().zip(&found) {

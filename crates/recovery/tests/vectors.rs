@@ -109,7 +109,7 @@ fn ladder_vectors() {
                     assert_eq!(c.expect["recovered"], false, "{}", c.id);
                     continue;
                 }
-                Attempt::Ran(o) => o,
+                Attempt::Ran(o) => *o,
             }
         } else {
             let rung = match i["rung"].as_u64().unwrap() {

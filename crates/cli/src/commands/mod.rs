@@ -1,6 +1,8 @@
 //! One module per subcommand, each with its `Args` and `run`.
 
+pub mod apply;
 pub mod ccr;
+pub mod classify;
 pub mod config;
 pub mod import;
 pub mod recall;

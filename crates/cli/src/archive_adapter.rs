@@ -1,0 +1,21 @@
+//! The real CCR behind the recovery crate's `Archive` trait.
+
+use salvage_ccr::Ccr;
+use salvage_recovery::archive::{Archive, ArchiveError};
+use salvage_types::CcrKey;
+
+/// CCR as the ladder's archive.
+pub struct CcrArchive<'c> {
+    /// The archive handle.
+    pub ccr: Ccr<'c>,
+}
+
+impl Archive for CcrArchive<'_> {
+    fn put(&mut self, bytes: &[u8]) -> Result<CcrKey, ArchiveError> {
+        self.ccr.put(bytes).map(|p| p.key).map_err(|e| ArchiveError(e.to_string()))
+    }
+
+    fn get(&self, short: &str) -> Option<Vec<u8>> {
+        self.ccr.get(short).ok()
+    }
+}

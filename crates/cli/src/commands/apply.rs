@@ -1,0 +1,147 @@
+//! `salvage apply STAGE`: what-if, one stage on a history, the result on stdout, a report on stderr.
+
+use crate::archive_adapter::CcrArchive;
+use crate::db::DbArgs;
+use crate::exit::{Failure, Outcome};
+use crate::output::{write_atomic, Output};
+use salvage_ccr::{Ccr, SystemClock};
+use salvage_recovery::archive::{Archive, Archiver};
+use salvage_recovery::ladder::{self, Rung, RungContext};
+use salvage_recovery::tool_budget::Limits;
+use salvage_recovery::{pairing, shrink, tool_budget};
+use salvage_types::{ByteSize, Config, History};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The stage to run.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stage {
+    /// Ladder rung 1: halved tool-result budget, assistant messages over 5 000 bytes cut.
+    Rung1,
+    /// Ladder rung 2: keep the last CHATCLI_EMERGENCY_KEEP_MESSAGES non-system messages.
+    Rung2,
+    /// Ladder rung 3: keep the last 4, each capped at 4 000 bytes, then shrink to the payload budget.
+    Rung3,
+    /// Tool-call pairing repair.
+    Pairing,
+    /// The tool-result budget (CHATCLI_TOOL_RESULT_MAX_CHARS / _BUDGET_CHARS).
+    Budget,
+    /// Shrink content to --budget BYTES.
+    Shrink,
+}
+
+/// Arguments of `salvage apply`.
+#[derive(clap::Args)]
+#[command(
+    after_help = "The history is a JSON array of messages, or a capture (its history is used).\nOriginals of dropped or cut messages are archived in the database's CCR (--no-ccr to skip) so every marker in the output resolves with `salvage recall`.\nExample: salvage apply rung3 --budget 90KB history.json > smaller.json"
+)]
+pub struct Args {
+    /// The stage.
+    #[arg(value_enum)]
+    stage: Stage,
+    /// History JSON file ('-' or absent for stdin).
+    file: Option<PathBuf>,
+    /// Byte budget for `shrink` and `rung3` (e.g. 90KB); default for rung3: payload cap × 0.7.
+    #[arg(long, value_name = "SIZE")]
+    budget: Option<String>,
+    /// Do not archive originals (markers are then not written).
+    #[arg(long)]
+    no_ccr: bool,
+    /// Write the report JSON to this file instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+fn read_history(file: &Option<PathBuf>) -> Result<History, Failure> {
+    let (bytes, name) = match file {
+        Some(p) if p.as_os_str() != "-" => (
+            std::fs::read(p).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", p.display())))?,
+            p.display().to_string(),
+        ),
+        _ => {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+                .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
+            (b, "<stdin>".to_string())
+        }
+    };
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    if first == Some(b'{') {
+        let c = salvage_types::capture::parse_capture(&bytes, &name).map_err(Failure::input)?;
+        Ok(c.history)
+    } else {
+        salvage_types::capture::from_json_bytes::<History>(&bytes, &name).map_err(Failure::input)
+    }
+}
+
+/// Runs the command.
+pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
+    let config = Config::from_env(env);
+    for (name, why) in config.errors() {
+        eprintln!("warning: {name}: {why}");
+    }
+    let budget = match &args.budget {
+        None => None,
+        Some(t) => Some(
+            ByteSize::parse(t)
+                .ok_or_else(|| Failure::Input(format!("--budget: {t:?} is not a size such as 90KB")))?
+                .0,
+        ),
+    };
+    if args.stage == Stage::Shrink && budget.is_none() {
+        return Err(Failure::Input("shrink needs --budget SIZE".into()));
+    }
+    let history = read_history(&args.file)?;
+    let store = if args.no_ccr { None } else { Some(args.db.open()?) };
+    let clock = SystemClock;
+    let mut adapter = store.as_ref().map(|s| CcrArchive { ccr: Ccr::new(s.conn(), &clock) });
+    let archiver = Archiver::new(adapter.as_mut().map(|a| a as &mut dyn Archive));
+    let limits =
+        Limits { per_result: config.tool_result_max_chars, per_turn: config.tool_result_budget_chars };
+    let fail = |e: salvage_recovery::archive::ArchiveError| Failure::Problem(e.to_string());
+    let (result, report) = match args.stage {
+        Stage::Rung1 | Stage::Rung2 | Stage::Rung3 => {
+            let rung = match args.stage {
+                Stage::Rung1 => Rung::Aggressive,
+                Stage::Rung2 => Rung::Emergency,
+                _ => Rung::Nuclear,
+            };
+            let payload_budget = budget.or(config.max_payload.map(|c| c.saturating_mul(7) / 10));
+            let mut ctx =
+                RungContext { archiver, keep: config.emergency_keep_messages, limits, payload_budget };
+            let o = ladder::apply(rung, &history, &mut ctx).map_err(fail)?;
+            eprintln!("{}", o.report.summary());
+            (o.history, json!(o.report))
+        }
+        Stage::Pairing => {
+            let (h, r) = pairing::repair(&history);
+            (h, json!(r))
+        }
+        Stage::Budget => {
+            let mut archiver = archiver;
+            let (h, r) = tool_budget::apply(&history, limits, &mut archiver).map_err(fail)?;
+            let keys: Vec<String> = archiver.keys.iter().map(|k| k.short()).collect();
+            (h, json!({"previewed": r.previewed, "freed_bytes": r.freed_bytes, "archived": keys}))
+        }
+        Stage::Shrink => {
+            let mut archiver = archiver;
+            let (h, r) = shrink::shrink(&history, budget.unwrap_or(0), &mut archiver).map_err(fail)?;
+            let keys: Vec<String> = archiver.keys.iter().map(|k| k.short()).collect();
+            (
+                h,
+                json!({"cuts": r.cuts, "before_bytes": r.before_bytes, "after_bytes": r.after_bytes, "fits": r.fits, "archived": keys}),
+            )
+        }
+    };
+    let text = serde_json::to_string_pretty(&report).map_err(|e| Failure::Problem(e.to_string()))?;
+    match &args.report {
+        Some(p) => write_atomic(p, text.as_bytes())
+            .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", p.display())))?,
+        None => eprintln!("{text}"),
+    }
+    out.json(&json!(result))?;
+    Ok(())
+}
