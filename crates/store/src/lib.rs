@@ -22,8 +22,10 @@ pub struct Migration {
 }
 
 /// Every shipped migration, in order. Shipped migrations are frozen (see `migrations/checksums.txt`).
-pub const MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "0001_ccr.sql", sql: include_str!("../../../migrations/0001_ccr.sql") }];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "0001_ccr.sql", sql: include_str!("../../../migrations/0001_ccr.sql") },
+    Migration { version: 2, name: "0002_journal.sql", sql: include_str!("../../../migrations/0002_journal.sql") },
+];
 
 /// The schema version this build writes.
 pub fn latest_version() -> u32 {

@@ -12,6 +12,7 @@ pub mod capture;
 pub mod ccr_key;
 pub mod class;
 pub mod config;
+pub mod event;
 pub mod message;
 pub mod names;
 pub mod truncate;

@@ -1,0 +1,772 @@
+//! The event-sourced journal: every turn, compaction, recovery attempt and server-side edit of a
+//! session, from which any past state is restored exactly.
+//!
+//! Owns the `sessions`, `events`, `messages`, `event_blobs` and `snapshots` tables: appending
+//! (optimistic concurrency per session, idempotent retries by writer-chosen event id, a BLAKE3
+//! hash chain), folding a session's state at any event, rewinds as appended events, verification
+//! and export. It does not decide what happens in a session (the replay driver does). Design
+//! decision: a history change is stored as one splice of message hashes against the parent
+//! event's state, so in-place rewrites (stubs that leave the last message alone) are recorded and
+//! restored exactly, and a rewind is an event whose parent is its target — never a deletion.
+
+pub mod hash_chain;
+pub mod state;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use salvage_ccr::{Ccr, Clock};
+use salvage_store::{Options, Store, StoreError};
+use salvage_types::event::EventBody;
+use salvage_types::{CcrKey, Message};
+use state::{diff, hex, unhex, Delta, MsgHash, State, REDUCER_VERSION};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A snapshot of the state is written every this many events along a parent chain.
+pub const SNAPSHOT_EVERY: u64 = 64;
+/// Messages whose JSON is larger than this are stored in CCR.
+pub const LARGE_MESSAGE: usize = 256 * 1024;
+/// The CCR reference owner for journal content.
+pub const CCR_OWNER: &str = "journal";
+
+/// Why a journal operation failed. Every variant names what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// The database could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Another writer appended first.
+    #[error("session {session}: version conflict: expected {expected}, the session is at {actual}")]
+    Conflict {
+        /// The session.
+        session: String,
+        /// The version the writer expected.
+        expected: u64,
+        /// The version found.
+        actual: u64,
+    },
+    /// No such session.
+    #[error("session {0}: not found")]
+    NoSession(String),
+    /// The session already exists.
+    #[error("session {0}: already exists")]
+    SessionExists(String),
+    /// No such event.
+    #[error("session {session}: no event {seq}")]
+    NoEvent {
+        /// The session.
+        session: String,
+        /// The event.
+        seq: u64,
+    },
+    /// An event id was reused for different content.
+    #[error("event id {0}: already used by another event")]
+    IdReused(String),
+    /// Stored data does not decode or does not match its hash.
+    #[error("session {session}, event {seq}: {problem}")]
+    Corrupt {
+        /// The session.
+        session: String,
+        /// The event.
+        seq: u64,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A referenced CCR blob is missing.
+    #[error("CCR blob {0} referenced by an event is not archived")]
+    MissingBlob(String),
+    /// SQLite failed.
+    #[error("journal {op}: {source}")]
+    Sql {
+        /// The operation.
+        op: &'static str,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// Invalid input.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn sql(op: &'static str) -> impl FnOnce(rusqlite::Error) -> JournalError {
+    move |source| JournalError::Sql { op, source }
+}
+
+fn u(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn i(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// How an event changes the history.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum HistoryChange {
+    /// It does not.
+    #[default]
+    None,
+    /// Messages appended at the end.
+    Append(Vec<Message>),
+    /// The whole history is now this (the journal stores the smallest splice).
+    Set(Vec<Message>),
+}
+
+/// Which state an event continues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Parent {
+    /// The session's latest event.
+    #[default]
+    Head,
+    /// A given event (rewinds).
+    Seq(u64),
+}
+
+/// An event to append.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    /// Writer-chosen id: a retried append with the same id returns the original.
+    pub event_id: String,
+    /// When it happened (injected).
+    pub ts: DateTime<Utc>,
+    /// What happened.
+    pub body: EventBody,
+    /// How the history changed.
+    pub history: HistoryChange,
+    /// Which state it continues.
+    pub parent: Parent,
+    /// CCR blobs the event references (kept from eviction).
+    pub blobs: Vec<CcrKey>,
+}
+
+impl NewEvent {
+    /// An event with no history change, continuing the head.
+    pub fn new(event_id: impl Into<String>, ts: DateTime<Utc>, body: EventBody) -> NewEvent {
+        NewEvent { event_id: event_id.into(), ts, body, history: HistoryChange::None, parent: Parent::Head, blobs: Vec::new() }
+    }
+
+    /// With a history change.
+    pub fn with_history(mut self, h: HistoryChange) -> NewEvent {
+        self.history = h;
+        self
+    }
+
+    /// With referenced blobs.
+    pub fn with_blobs(mut self, blobs: Vec<CcrKey>) -> NewEvent {
+        self.blobs = blobs;
+        self
+    }
+}
+
+/// Where an appended event landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// Its sequence number.
+    pub seq: u64,
+    /// Its chain hash.
+    pub hash: [u8; 32],
+    /// False when this was a retry of an event already stored.
+    pub inserted: bool,
+}
+
+/// A stored event as read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// Sequence number.
+    pub seq: u64,
+    /// Writer-chosen id.
+    pub event_id: String,
+    /// The state it continues.
+    pub parent: Option<u64>,
+    /// The kind.
+    pub kind: String,
+    /// The kind's version.
+    pub kind_version: u32,
+    /// RFC 3339 time.
+    pub ts: String,
+    /// The decoded body.
+    pub body: EventBody,
+    /// The history splice.
+    pub delta: Option<Delta>,
+}
+
+/// A session in the list.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SessionInfo {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Events.
+    pub events: u64,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+}
+
+/// The restored state at one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// The event.
+    pub seq: u64,
+    /// The exact history.
+    pub history: Vec<Message>,
+    /// Everything else.
+    pub state: State,
+}
+
+/// The first problem `verify` found.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BadEvent {
+    /// The session.
+    pub session: String,
+    /// The event (0 for a session-level problem).
+    pub seq: u64,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// What `verify` checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct VerifyReport {
+    /// Sessions checked.
+    pub sessions: u64,
+    /// Events checked.
+    pub events: u64,
+    /// The first bad event per bad session.
+    pub bad: Vec<BadEvent>,
+}
+
+/// The journal over one database file.
+pub struct Journal {
+    store: Store,
+    /// State after each session's latest appended event, so sequential appends need no fold.
+    head: HashMap<String, (u64, State)>,
+}
+
+struct SysClock;
+impl Clock for SysClock {
+    fn now_ms(&self) -> i64 {
+        Utc::now().timestamp_millis()
+    }
+}
+
+/// Formats a time as RFC 3339 with milliseconds.
+pub fn rfc3339(ts: &DateTime<Utc>) -> String {
+    ts.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn message_hash(json: &[u8]) -> MsgHash {
+    *blake3::hash(json).as_bytes()
+}
+
+impl Journal {
+    /// Opens (creating) the journal in a database file.
+    pub fn open(path: &Path, options: &Options) -> Result<Journal, JournalError> {
+        Ok(Journal::from_store(Store::open(path, options)?))
+    }
+
+    /// An in-memory journal.
+    pub fn in_memory() -> Result<Journal, JournalError> {
+        Ok(Journal::from_store(Store::in_memory()?))
+    }
+
+    /// Wraps an open store.
+    pub fn from_store(store: Store) -> Journal {
+        Journal { store, head: HashMap::new() }
+    }
+
+    /// The underlying store (CCR shares it).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The connection.
+    pub fn conn(&self) -> &Connection {
+        self.store.conn()
+    }
+
+    /// Starts a session with its first event (`session_started`).
+    pub fn start_session(
+        &mut self,
+        id: &str,
+        title: &str,
+        first: NewEvent,
+    ) -> Result<Appended, JournalError> {
+        let created = rfc3339(&first.ts);
+        {
+            let conn = self.store.conn();
+            let exists: bool = conn
+                .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(true))
+                .optional()
+                .map_err(sql("start session"))?
+                .unwrap_or(false);
+            if exists {
+                // A retried start with the same first event id is the original.
+                let same: Option<(i64, Vec<u8>)> = conn
+                    .query_row("SELECT seq, hash FROM events WHERE event_id = ?1 AND session_id = ?2", params![first.event_id, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+                    .map_err(sql("start session"))?;
+                return match same {
+                    Some((seq, hash)) => Ok(Appended { seq: u(seq), hash: to32(&hash), inserted: false }),
+                    None => Err(JournalError::SessionExists(id.to_string())),
+                };
+            }
+        }
+        let tx = self.store.conn_mut().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("start session"))?;
+        tx.execute(
+            "INSERT INTO sessions (id, title, created_at, head_seq, head_hash) VALUES (?1, ?2, ?3, 0, ?4)",
+            params![id, title, created, &[0u8; 32][..]],
+        )
+        .map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
+                JournalError::SessionExists(id.to_string())
+            }
+            other => JournalError::Sql { op: "start session", source: other },
+        })?;
+        tx.commit().map_err(sql("start session"))?;
+        let mut out = self.append(id, Some(0), vec![first])?;
+        out.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
+    }
+
+    /// The session's version (its latest event's seq).
+    pub fn version(&self, session: &str) -> Result<u64, JournalError> {
+        self.conn()
+            .query_row("SELECT head_seq FROM sessions WHERE id = ?1", [session], |r| r.get::<_, i64>(0))
+            .optional()
+            .map_err(sql("version"))?
+            .map(u)
+            .ok_or_else(|| JournalError::NoSession(session.to_string()))
+    }
+
+    /// Appends events in one transaction. With `expected`, the session must be at that version,
+    /// else [`JournalError::Conflict`]. A retried batch (same event ids) returns the originals.
+    pub fn append(&mut self, session: &str, expected: Option<u64>, events: Vec<NewEvent>) -> Result<Vec<Appended>, JournalError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Idempotent retry: the first id already stored means the whole batch was.
+        if let Some(found) = self.find_event_ids(session, &events)? {
+            return Ok(found);
+        }
+        let head_cache = self.head.remove(session);
+        let result = self.append_tx(session, expected, events, head_cache);
+        match result {
+            Ok((appended, head)) => {
+                self.head.insert(session.to_string(), head);
+                Ok(appended)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn find_event_ids(&self, session: &str, events: &[NewEvent]) -> Result<Option<Vec<Appended>>, JournalError> {
+        let mut st = self
+            .conn()
+            .prepare_cached("SELECT session_id, seq, hash FROM events WHERE event_id = ?1")
+            .map_err(sql("append"))?;
+        let first: Option<(String, i64, Vec<u8>)> = st
+            .query_row([&events[0].event_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()
+            .map_err(sql("append"))?;
+        let Some((s, _, _)) = first else { return Ok(None) };
+        if s != session {
+            return Err(JournalError::IdReused(events[0].event_id.clone()));
+        }
+        let mut out = Vec::new();
+        for e in events {
+            let row: Option<(String, i64, Vec<u8>)> = st
+                .query_row([&e.event_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()
+                .map_err(sql("append"))?;
+            match row {
+                Some((s, seq, hash)) if s == session => out.push(Appended { seq: u(seq), hash: to32(&hash), inserted: false }),
+                _ => return Err(JournalError::IdReused(e.event_id.clone())),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn append_tx(
+        &mut self,
+        session: &str,
+        expected: Option<u64>,
+        events: Vec<NewEvent>,
+        cached: Option<(u64, State)>,
+    ) -> Result<(Vec<Appended>, (u64, State)), JournalError> {
+        let tx = self.store.conn_mut().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("append"))?;
+        let (head_seq, head_hash): (i64, Vec<u8>) = tx
+            .query_row("SELECT head_seq, head_hash FROM sessions WHERE id = ?1", [session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(sql("append"))?
+            .ok_or_else(|| JournalError::NoSession(session.to_string()))?;
+        let head_seq = u(head_seq);
+        if let Some(exp) = expected {
+            if exp != head_seq {
+                return Err(JournalError::Conflict { session: session.to_string(), expected: exp, actual: head_seq });
+            }
+        }
+        let mut prev_hash = to32(&head_hash);
+        let mut seq = head_seq;
+        let mut cur: (u64, State) = match cached {
+            Some((s, st)) if s == head_seq => (s, st),
+            _ if head_seq == 0 => (0, State::default()),
+            _ => (head_seq, fold(&tx, session, head_seq, None)?.1),
+        };
+        let clock = SysClock;
+        let mut appended = Vec::with_capacity(events.len());
+        for e in events {
+            seq += 1;
+            let (parent, mut state, depth) = match e.parent {
+                Parent::Head => {
+                    let depth = if cur.0 == 0 { 0 } else { event_depth(&tx, session, cur.0)? + 1 };
+                    (if cur.0 == 0 { None } else { Some(cur.0) }, cur.1.clone(), depth)
+                }
+                Parent::Seq(p) => {
+                    if p == 0 || p >= seq {
+                        return Err(JournalError::Invalid(format!("session {session}: parent {p} is not an earlier event")));
+                    }
+                    let (_, st) = fold(&tx, session, p, Some(&cur))?;
+                    (Some(p), st, event_depth(&tx, session, p)? + 1)
+                }
+            };
+            // Store new messages and compute the splice.
+            let new_hashes: Option<Vec<MsgHash>> = match &e.history {
+                HistoryChange::None => None,
+                HistoryChange::Append(msgs) => {
+                    let mut h = state.history.clone();
+                    for m in msgs {
+                        h.push(store_message(&tx, &clock, m)?);
+                    }
+                    Some(h)
+                }
+                HistoryChange::Set(msgs) => {
+                    let mut h = Vec::with_capacity(msgs.len());
+                    for m in msgs {
+                        h.push(store_message(&tx, &clock, m)?);
+                    }
+                    Some(h)
+                }
+            };
+            let delta = new_hashes.as_ref().and_then(|h| diff(&state.history, h));
+            let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
+            let delta_bytes = delta.as_ref().map(serde_json::to_vec).transpose().map_err(|x| JournalError::Invalid(x.to_string()))?;
+            let ts = rfc3339(&e.ts);
+            let row = hash_chain::Row {
+                session,
+                seq,
+                event_id: &e.event_id,
+                parent,
+                depth,
+                kind: e.body.kind(),
+                kind_version: e.body.kind_version(),
+                ts: &ts,
+                body: &body,
+                delta: delta_bytes.as_deref(),
+            };
+            let hash = hash_chain::link(&prev_hash, &row);
+            tx.prepare_cached(
+                "INSERT INTO events (session_id, seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    session,
+                    i(seq),
+                    e.event_id,
+                    parent.map(i),
+                    i(depth),
+                    e.body.kind(),
+                    e.body.kind_version(),
+                    ts,
+                    body,
+                    delta_bytes,
+                    &prev_hash[..],
+                    &hash[..]
+                ])
+            })
+            .map_err(|x| match x {
+                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
+                    JournalError::IdReused(e.event_id.clone())
+                }
+                other => JournalError::Sql { op: "append", source: other },
+            })?;
+            for k in &e.blobs {
+                let ccr = Ccr::new(&tx, &clock);
+                if !ccr.contains(k).map_err(|x| JournalError::Invalid(x.to_string()))? {
+                    return Err(JournalError::MissingBlob(k.hex()));
+                }
+                ccr.reference(k, CCR_OWNER).map_err(|x| JournalError::Invalid(x.to_string()))?;
+                tx.prepare_cached("INSERT OR IGNORE INTO event_blobs (session_id, seq, blob_key) VALUES (?1, ?2, ?3)")
+                    .and_then(|mut st| st.execute(params![session, i(seq), &k.0[..]]))
+                    .map_err(sql("append"))?;
+            }
+            state.apply(session, seq, parent, &e.body, delta.as_ref())?;
+            if depth > 0 && depth % SNAPSHOT_EVERY == 0 {
+                let blob = serde_json::to_vec(&state).map_err(|x| JournalError::Invalid(x.to_string()))?;
+                tx.prepare_cached("INSERT OR REPLACE INTO snapshots (session_id, seq, reducer_version, state) VALUES (?1, ?2, ?3, ?4)")
+                    .and_then(|mut st| st.execute(params![session, i(seq), REDUCER_VERSION, blob]))
+                    .map_err(sql("snapshot"))?;
+            }
+            prev_hash = hash;
+            appended.push(Appended { seq, hash, inserted: true });
+            cur = (seq, state);
+        }
+        tx.execute(
+            "UPDATE sessions SET head_seq = ?1, head_hash = ?2 WHERE id = ?3",
+            params![i(seq), &prev_hash[..], session],
+        )
+        .map_err(sql("append"))?;
+        tx.commit().map_err(sql("append"))?;
+        Ok((appended, cur))
+    }
+
+    /// Events of a session in order, from `after` (exclusive), at most `limit`.
+    pub fn events(&self, session: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, JournalError> {
+        self.version(session)?;
+        let mut st = self
+            .conn()
+            .prepare_cached(
+                "SELECT seq, event_id, parent, kind, kind_version, ts, body, delta FROM events
+                 WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )
+            .map_err(sql("read events"))?;
+        let rows = st
+            .query_map(params![session, i(after), i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, Vec<u8>>(6)?,
+                    r.get::<_, Option<Vec<u8>>>(7)?,
+                ))
+            })
+            .map_err(sql("read events"))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, event_id, parent, kind, kv, ts, body, delta) = row.map_err(sql("read events"))?;
+            let seq = u(seq);
+            let (body, delta) = decode(session, seq, &body, delta.as_deref())?;
+            out.push(StoredEvent {
+                seq,
+                event_id,
+                parent: parent.map(u),
+                kind,
+                kind_version: u32::try_from(kv).unwrap_or(0),
+                ts,
+                body,
+                delta,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The state after event `seq` (folded along its parent chain from the nearest snapshot).
+    pub fn state_at(&self, session: &str, seq: u64) -> Result<State, JournalError> {
+        let head = self.head.get(session).filter(|(s, _)| *s == seq);
+        if let Some((_, st)) = head {
+            return Ok(st.clone());
+        }
+        Ok(fold(self.conn(), session, seq, None)?.1)
+    }
+
+    /// The exact state, history included, after event `seq`.
+    pub fn view_at(&self, session: &str, seq: u64) -> Result<View, JournalError> {
+        let state = self.state_at(session, seq)?;
+        let history = load_history(self.conn(), session, seq, &state.history)?;
+        Ok(View { seq, history, state })
+    }
+
+    /// The state after the latest event.
+    pub fn head(&self, session: &str) -> Result<View, JournalError> {
+        let v = self.version(session)?;
+        self.view_at(session, v)
+    }
+
+    /// Appends a rewind to `target`: the new state is the target's; nothing is deleted.
+    pub fn rewind(&mut self, session: &str, target: u64, reason: &str, event_id: &str, ts: DateTime<Utc>) -> Result<Appended, JournalError> {
+        let v = self.version(session)?;
+        if target == 0 || target > v {
+            return Err(JournalError::NoEvent { session: session.to_string(), seq: target });
+        }
+        let mut e = NewEvent::new(event_id, ts, EventBody::Rewind { target, reason: reason.to_string() });
+        e.parent = Parent::Seq(target);
+        let mut out = self.append(session, Some(v), vec![e])?;
+        out.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
+    }
+
+    /// Undoes the latest history rewrite (a rewind to the state before it), if any.
+    pub fn undo(&mut self, session: &str, event_id: &str, ts: DateTime<Utc>) -> Result<Option<Appended>, JournalError> {
+        let v = self.version(session)?;
+        let st = self.state_at(session, v)?;
+        match st.undo.last() {
+            Some(&target) => self.rewind(session, target, "undo", event_id, ts).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every session, oldest first.
+    pub fn sessions(&self) -> Result<Vec<SessionInfo>, JournalError> {
+        let mut st = self
+            .conn()
+            .prepare("SELECT id, title, head_seq, created_at FROM sessions ORDER BY created_at, id")
+            .map_err(sql("sessions"))?;
+        let rows = st
+            .query_map([], |r| Ok(SessionInfo { id: r.get(0)?, title: r.get(1)?, events: u(r.get(2)?), created_at: r.get(3)? }))
+            .map_err(sql("sessions"))?;
+        rows.collect::<Result<_, _>>().map_err(sql("sessions"))
+    }
+
+    /// Verifies hash chains, gapless sequences, parent links, message hashes and CCR references,
+    /// reporting the first bad event of each bad session.
+    pub fn verify(&self, only: Option<&str>) -> Result<VerifyReport, JournalError> {
+        let ids: Vec<String> = match only {
+            Some(s) => {
+                self.version(s)?;
+                vec![s.to_string()]
+            }
+            None => self.sessions()?.into_iter().map(|s| s.id).collect(),
+        };
+        let mut report = VerifyReport::default();
+        for id in ids {
+            report.sessions += 1;
+            let (n, bad) = hash_chain::verify_session(self.conn(), &id)?;
+            report.events += n;
+            if let Some(b) = bad {
+                report.bad.push(b);
+            }
+        }
+        Ok(report)
+    }
+}
+
+fn to32(b: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    if b.len() == 32 {
+        out.copy_from_slice(b);
+    }
+    out
+}
+
+fn decode(session: &str, seq: u64, body: &[u8], delta: Option<&[u8]>) -> Result<(EventBody, Option<Delta>), JournalError> {
+    let corrupt = |what: &str, e: serde_json::Error| JournalError::Corrupt { session: session.to_string(), seq, problem: format!("{what} does not decode: {e}") };
+    let body: EventBody = serde_json::from_slice(body).map_err(|e| corrupt("body", e))?;
+    let delta = delta.map(serde_json::from_slice::<Delta>).transpose().map_err(|e| corrupt("history delta", e))?;
+    Ok((body, delta))
+}
+
+fn event_depth(conn: &Connection, session: &str, seq: u64) -> Result<u64, JournalError> {
+    conn.prepare_cached("SELECT depth FROM events WHERE session_id = ?1 AND seq = ?2")
+        .and_then(|mut st| st.query_row(params![session, i(seq)], |r| r.get::<_, i64>(0)).optional())
+        .map_err(sql("read event"))?
+        .map(u)
+        .ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq })
+}
+
+/// Folds the state after `seq`: walks the parent chain back to a snapshot, the root, or `cached`.
+fn fold(conn: &Connection, session: &str, seq: u64, cached: Option<&(u64, State)>) -> Result<(u64, State), JournalError> {
+    let mut chain: Vec<(u64, Option<u64>, EventBody, Option<Delta>)> = Vec::new();
+    let mut cur = Some(seq);
+    let mut base = State::default();
+    let mut ev = conn
+        .prepare_cached("SELECT parent, body, delta FROM events WHERE session_id = ?1 AND seq = ?2")
+        .map_err(sql("restore"))?;
+    let mut snap = conn
+        .prepare_cached("SELECT state FROM snapshots WHERE session_id = ?1 AND seq = ?2 AND reducer_version = ?3")
+        .map_err(sql("restore"))?;
+    while let Some(s) = cur {
+        if let Some((cs, st)) = cached {
+            if *cs == s {
+                base = st.clone();
+                break;
+            }
+        }
+        let snapshot: Option<Vec<u8>> = snap.query_row(params![session, i(s), REDUCER_VERSION], |r| r.get(0)).optional().map_err(sql("restore"))?;
+        if let Some(bytes) = snapshot {
+            if let Ok(st) = serde_json::from_slice::<State>(&bytes) {
+                base = st;
+                break;
+            }
+        }
+        let row: Option<(Option<i64>, Vec<u8>, Option<Vec<u8>>)> = ev
+            .query_row(params![session, i(s)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()
+            .map_err(sql("restore"))?;
+        let (parent, body, delta) = row.ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq: s })?;
+        let parent = parent.map(u);
+        if parent.is_some_and(|p| p >= s) {
+            return Err(JournalError::Corrupt { session: session.to_string(), seq: s, problem: "parent is not an earlier event".into() });
+        }
+        let (body, delta) = decode(session, s, &body, delta.as_deref())?;
+        chain.push((s, parent, body, delta));
+        cur = parent;
+    }
+    for (s, parent, body, delta) in chain.into_iter().rev() {
+        base.apply(session, s, parent, &body, delta.as_ref())?;
+    }
+    Ok((seq, base))
+}
+
+fn store_message(conn: &Connection, clock: &dyn Clock, m: &Message) -> Result<MsgHash, JournalError> {
+    let json = serde_json::to_vec(m).map_err(|e| JournalError::Invalid(e.to_string()))?;
+    let hash = message_hash(&json);
+    let exists = conn
+        .prepare_cached("SELECT 1 FROM messages WHERE hash = ?1")
+        .and_then(|mut st| st.exists([&hash[..]]))
+        .map_err(sql("store message"))?;
+    if exists {
+        return Ok(hash);
+    }
+    if json.len() > LARGE_MESSAGE {
+        let ccr = Ccr::new(conn, clock);
+        let key = ccr.put(&json).map_err(|e| JournalError::Invalid(e.to_string()))?.key;
+        ccr.reference(&key, CCR_OWNER).map_err(|e| JournalError::Invalid(e.to_string()))?;
+        conn.prepare_cached("INSERT INTO messages (hash, body, ccr_key) VALUES (?1, NULL, ?2)")
+            .and_then(|mut st| st.execute(params![&hash[..], &key.0[..]]))
+            .map_err(sql("store message"))?;
+    } else {
+        conn.prepare_cached("INSERT INTO messages (hash, body, ccr_key) VALUES (?1, ?2, NULL)")
+            .and_then(|mut st| st.execute(params![&hash[..], json]))
+            .map_err(sql("store message"))?;
+    }
+    Ok(hash)
+}
+
+/// Loads and verifies the messages of a history state (repeats decoded once).
+fn load_history(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Result<Vec<Message>, JournalError> {
+    let clock = SysClock;
+    let mut st = conn.prepare_cached("SELECT body, ccr_key FROM messages WHERE hash = ?1").map_err(sql("restore"))?;
+    let mut cache: HashMap<MsgHash, Message> = HashMap::new();
+    let mut out = Vec::with_capacity(hashes.len());
+    for h in hashes {
+        if let Some(m) = cache.get(h) {
+            out.push(m.clone());
+            continue;
+        }
+        let corrupt = |problem: String| JournalError::Corrupt { session: session.to_string(), seq, problem };
+        let row: Option<(Option<Vec<u8>>, Option<Vec<u8>>)> =
+            st.query_row([&h[..]], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(sql("restore"))?;
+        let json = match row {
+            Some((Some(b), _)) => b,
+            Some((None, Some(k))) => Ccr::new(conn, &clock)
+                .get_key(&CcrKey(to32(&k)))
+                .map_err(|e| corrupt(format!("message {} in CCR: {e}", hex(h))))?,
+            _ => return Err(corrupt(format!("message {} is missing", hex(h)))),
+        };
+        if message_hash(&json) != *h {
+            return Err(corrupt(format!("message {} does not match its hash", hex(h))));
+        }
+        let m: Message = serde_json::from_slice(&json).map_err(|e| corrupt(format!("message {} does not decode: {e}", hex(h))))?;
+        cache.insert(*h, m.clone());
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// Parses a hex message hash (for tools reading deltas).
+pub fn parse_hash(s: &str) -> Option<MsgHash> {
+    unhex(s)
+}

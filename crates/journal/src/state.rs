@@ -1,0 +1,187 @@
+//! The reducer: a session's state as a fold over its events along the parent chain.
+
+use crate::JournalError;
+use salvage_types::event::{Cost, EventBody, StepOutcome};
+use serde::{Deserialize, Serialize};
+
+/// BLAKE3 of a message's stored JSON.
+pub type MsgHash = [u8; 32];
+
+/// Bump when the fold changes: snapshots of other versions are ignored (they are disposable).
+pub const REDUCER_VERSION: i64 = 1;
+
+/// A history change: replace `remove` hashes at `at` with `insert`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delta {
+    /// Where the splice starts.
+    pub at: usize,
+    /// How many hashes it removes.
+    pub remove: usize,
+    /// The hashes it inserts (hex).
+    pub insert: Vec<String>,
+}
+
+/// The smallest single splice turning `old` into `new` (common prefix and suffix kept); `None`
+/// when they are equal. In-place edits that leave the last message unchanged are caught too.
+pub fn diff(old: &[MsgHash], new: &[MsgHash]) -> Option<Delta> {
+    if old == new {
+        return None;
+    }
+    let p = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let max_s = old.len().min(new.len()) - p;
+    let s = old.iter().rev().zip(new.iter().rev()).take(max_s).take_while(|(a, b)| a == b).count();
+    Some(Delta {
+        at: p,
+        remove: old.len() - p - s,
+        insert: new[p..new.len() - s].iter().map(hex).collect(),
+    })
+}
+
+/// Lowercase hex of a hash.
+pub fn hex(h: &MsgHash) -> String {
+    blake3::Hash::from_bytes(*h).to_hex().to_string()
+}
+
+/// Parses 64 hex characters.
+pub fn unhex(s: &str) -> Option<MsgHash> {
+    blake3::Hash::from_hex(s).ok().map(|h| *h.as_bytes())
+}
+
+/// Everything a session remembers, as of one event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// The history as message hashes, repeats kept in order.
+    #[serde(with = "hashes")]
+    pub history: Vec<MsgHash>,
+    /// The payload cap in force.
+    pub cap: Option<u64>,
+    /// The payload notice was injected.
+    pub notice_injected: bool,
+    /// Applied compactions.
+    pub compactions: u64,
+    /// Compactions that reached level 3.
+    pub level3: u64,
+    /// Summarizer usage.
+    pub summarizer: Cost,
+    /// Tool uses cleared by provider-side context editing.
+    pub context_edits: u64,
+    /// Events whose state an undo restores, most recent last (one per history rewrite).
+    pub undo: Vec<u64>,
+    /// Named checkpoints: `(name, seq)`.
+    pub checkpoints: Vec<(String, u64)>,
+}
+
+mod hashes {
+    use super::MsgHash;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[MsgHash], s: S) -> Result<S::Ok, S::Error> {
+        let mut flat = String::with_capacity(v.len() * 64);
+        for h in v {
+            flat.push_str(&super::hex(h));
+        }
+        s.serialize_str(&flat)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MsgHash>, D::Error> {
+        let flat = String::deserialize(d)?;
+        if flat.len() % 64 != 0 {
+            return Err(serde::de::Error::custom("hash list length is not a multiple of 64"));
+        }
+        (0..flat.len() / 64)
+            .map(|i| super::unhex(&flat[i * 64..(i + 1) * 64]).ok_or_else(|| serde::de::Error::custom("bad hash")))
+            .collect()
+    }
+}
+
+impl State {
+    /// Applies one event (already known to continue `parent`).
+    pub fn apply(
+        &mut self,
+        session: &str,
+        seq: u64,
+        parent: Option<u64>,
+        body: &EventBody,
+        delta: Option<&Delta>,
+    ) -> Result<(), JournalError> {
+        if let Some(d) = delta {
+            let bad = |why: String| JournalError::Corrupt { session: session.to_string(), seq, problem: why };
+            if d.at > self.history.len() || d.at + d.remove > self.history.len() {
+                return Err(bad(format!("history delta at {} removing {} is outside a {}-message history", d.at, d.remove, self.history.len())));
+            }
+            let insert: Vec<MsgHash> = d
+                .insert
+                .iter()
+                .map(|h| unhex(h).ok_or_else(|| bad(format!("bad message hash {h:?} in delta"))))
+                .collect::<Result<_, _>>()?;
+            self.history.splice(d.at..d.at + d.remove, insert);
+            if d.remove > 0 {
+                if let Some(p) = parent {
+                    self.undo.push(p);
+                }
+            }
+        }
+        match body {
+            EventBody::SessionStarted { cap, .. } => self.cap = *cap,
+            EventBody::CapLearned { cap, .. } => self.cap = Some(*cap),
+            EventBody::NoticeInjected {} => self.notice_injected = true,
+            EventBody::Compaction { outcome, level, cost, .. } => {
+                if *outcome == StepOutcome::Applied {
+                    self.compactions += 1;
+                    if *level >= 3 {
+                        self.level3 += 1;
+                    }
+                }
+                self.summarizer.add(cost);
+            }
+            EventBody::ContextEdit { cleared_tool_uses, .. } => self.context_edits += cleared_tool_uses,
+            EventBody::Checkpoint { name } => self.checkpoints.push((name.clone(), seq)),
+            EventBody::MessageAppended { .. }
+            | EventBody::RequestSent { .. }
+            | EventBody::ProviderError { .. }
+            | EventBody::RecoveryAttempt { .. }
+            | EventBody::FloorDiagnosis { .. }
+            | EventBody::Microcompact { .. }
+            | EventBody::Dedup { .. }
+            | EventBody::SkillAging { .. }
+            | EventBody::SummaryAttempt { .. }
+            | EventBody::TokenEscalation { .. }
+            | EventBody::HookFired { .. }
+            | EventBody::Rewind { .. }
+            | EventBody::Redaction { .. }
+            | EventBody::ResponseReceived { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(b: u8) -> MsgHash {
+        [b; 32]
+    }
+
+    #[test]
+    fn diff_finds_the_smallest_splice() {
+        let old = vec![h(1), h(2), h(3), h(4)];
+        assert_eq!(diff(&old, &old), None);
+        let stub = vec![h(1), h(9), h(3), h(4)];
+        let d = diff(&old, &stub).unwrap();
+        assert_eq!((d.at, d.remove, d.insert.len()), (1, 1, 1));
+        let appended = vec![h(1), h(2), h(3), h(4), h(5)];
+        let d = diff(&old, &appended).unwrap();
+        assert_eq!((d.at, d.remove, d.insert.len()), (4, 0, 1));
+        // Repeats: ["ok","ok"] → ["ok","ok","ok"] is one insert, not a no-op.
+        let d = diff(&[h(7), h(7)], &[h(7), h(7), h(7)]).unwrap();
+        assert_eq!((d.remove, d.insert.len()), (0, 1));
+        for (a, b) in [(old.clone(), vec![]), (vec![], old.clone()), (old.clone(), vec![h(4)]), (vec![h(1), h(1)], vec![h(1)])] {
+            let d = diff(&a, &b).unwrap();
+            let mut s = State { history: a.clone(), ..State::default() };
+            s.apply("s", 2, Some(1), &EventBody::MessageAppended { count: 0 }, Some(&d)).unwrap();
+            assert_eq!(s.history, b);
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! The journal's event vocabulary: every kind of `storage.md`, each with a `kind` name and a
+//! `kind_version`, serialized as JSON (`{"kind": "...", ...fields}`). A snapshot test locks each
+//! kind's shape.
+
+use crate::class::ErrorClass;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Summarizer usage.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Summarizer calls.
+    #[serde(default)]
+    pub calls: u64,
+    /// Input tokens (or characters for engines without a tokenizer).
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+impl Cost {
+    /// Adds another cost.
+    pub fn add(&mut self, other: &Cost) {
+        self.calls = self.calls.saturating_add(other.calls);
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
+}
+
+crate::string_enum! {
+    /// How a compaction, attempt or hook ended.
+    pub enum StepOutcome {
+        /// The history was rewritten.
+        Applied => "applied",
+        /// Nothing changed, or the result was rejected: no undo snapshot.
+        Skipped => "skipped",
+        /// It failed (the history is untouched).
+        Failed => "failed",
+    }
+}
+
+crate::string_enum! {
+    /// What started a compaction.
+    pub enum Trigger {
+        /// The per-turn budget check.
+        Auto => "auto",
+        /// `/compact`.
+        Manual => "manual",
+        /// The recovery ladder.
+        Recovery => "recovery",
+    }
+}
+
+/// One event's domain content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum EventBody {
+    /// A session began.
+    SessionStarted {
+        /// Provider.
+        provider: Option<String>,
+        /// Model.
+        model: Option<String>,
+        /// Context window in tokens.
+        context_window: Option<u64>,
+        /// Settings in force (`CHATCLI_*` as strings).
+        settings: BTreeMap<String, String>,
+        /// The payload cap configured at the start.
+        cap: Option<u64>,
+    },
+    /// Messages were appended (the history delta carries them).
+    MessageAppended {
+        /// How many.
+        count: u64,
+    },
+    /// A request was sent.
+    RequestSent {
+        /// Attempt number (0 = first try).
+        attempt: u32,
+        /// Body bytes.
+        bytes: u64,
+        /// Tokens the client estimated.
+        estimated_tokens: u64,
+        /// Tokens the provider counted.
+        real_tokens: Option<u64>,
+        /// BLAKE3 (16 hex) of the history sent.
+        history_digest: String,
+        /// Whether it was accepted.
+        accepted: bool,
+    },
+    /// The provider or gateway rejected a request.
+    ProviderError {
+        /// HTTP status.
+        status: Option<u16>,
+        /// Error text.
+        message: String,
+        /// Transport error.
+        transport: Option<String>,
+        /// Rejected size, when annotated.
+        rejected_bytes: Option<u64>,
+        /// The classification.
+        class: ErrorClass,
+        /// Why.
+        reason: String,
+    },
+    /// One recovery attempt (a rung of the ladder).
+    RecoveryAttempt {
+        /// Attempt number (1-based).
+        attempt: u32,
+        /// Rung 1, 2 or 3.
+        rung: u8,
+        /// Applied, skipped (no-op) or failed.
+        outcome: StepOutcome,
+        /// Weight before.
+        before_bytes: u64,
+        /// Weight after.
+        after_bytes: u64,
+        /// Messages before.
+        before_messages: u64,
+        /// Messages after.
+        after_messages: u64,
+        /// Short keys archived.
+        archived: Vec<String>,
+    },
+    /// The payload cap was learned or assumed.
+    CapLearned {
+        /// The new cap.
+        cap: u64,
+        /// The cap before.
+        previous: Option<u64>,
+        /// The rejected size it came from.
+        rejected: Option<u64>,
+        /// The message shown.
+        message: String,
+    },
+    /// The floor diagnosis ran.
+    FloorDiagnosis {
+        /// `ok`, `warn` or `fail_fast`.
+        verdict: String,
+        /// Bytes of the smallest possible request.
+        floor_bytes: u64,
+        /// The rejected size.
+        rejected: u64,
+    },
+    /// The payload notice was appended.
+    NoticeInjected {},
+    /// Microcompact of old tool results.
+    Microcompact {
+        /// Results cut to a preview.
+        truncated: u64,
+        /// Results cleared to a one-line stub.
+        summarized: u64,
+        /// Bytes freed.
+        freed_bytes: u64,
+    },
+    /// Repeated reads replaced by stubs.
+    Dedup {
+        /// Reads stubbed.
+        stubbed: u64,
+        /// Bytes freed.
+        freed_bytes: u64,
+    },
+    /// Old skill blocks collapsed.
+    SkillAging {
+        /// Skills collapsed.
+        collapsed: u64,
+    },
+    /// A compaction (auto, manual or recovery).
+    Compaction {
+        /// What started it.
+        trigger: Trigger,
+        /// Level reached (1 trim, 2 summarize, 3 emergency).
+        level: u8,
+        /// Applied or skipped.
+        outcome: StepOutcome,
+        /// Level 2 was skipped by the back-off.
+        backoff_skip: bool,
+        /// Summarizer route (`builtin`, `recorded`, `cmd:…`, `mcp:…`).
+        route: Option<String>,
+        /// Summarizer usage.
+        cost: Cost,
+    },
+    /// One summary attempt and the quality gate's verdict.
+    SummaryAttempt {
+        /// Try number (1 or 2).
+        attempt: u32,
+        /// Passed the gate.
+        passed: bool,
+        /// Why it failed, if it did.
+        reason: Option<String>,
+        /// Summary length.
+        chars: u64,
+    },
+    /// The provider applied context edits; stubs were mirrored locally.
+    ContextEdit {
+        /// Tool uses cleared.
+        cleared_tool_uses: u64,
+        /// Input tokens cleared.
+        cleared_tokens: u64,
+        /// Stubs written into the local history.
+        stubs: u64,
+    },
+    /// `max_tokens` was raised after an output-limit stop.
+    TokenEscalation {
+        /// The limit before.
+        from: u64,
+        /// The limit now.
+        to: u64,
+        /// Escalations used.
+        used: u32,
+    },
+    /// A hook ran.
+    HookFired {
+        /// Hook name.
+        name: String,
+        /// `PreCompact` or `PostCompact`.
+        event: String,
+        /// Applied (ran), failed or timed out (skipped).
+        outcome: StepOutcome,
+        /// What went wrong.
+        error: Option<String>,
+        /// How long it took.
+        millis: u64,
+    },
+    /// A named point to rewind to.
+    Checkpoint {
+        /// Its name.
+        name: String,
+    },
+    /// The state was set back to an earlier event (the event's parent is the target).
+    Rewind {
+        /// The target event.
+        target: u64,
+        /// `undo`, `rewind` or `restore`.
+        reason: String,
+    },
+    /// CCR content was cleared.
+    Redaction {
+        /// Full keys redacted.
+        keys: Vec<String>,
+        /// Secrets replaced, by kind.
+        counts: BTreeMap<String, u64>,
+    },
+    /// A response was appended (the delta carries it).
+    ResponseReceived {
+        /// Stop reason.
+        stop_reason: String,
+        /// Output tokens.
+        output_tokens: Option<u64>,
+    },
+}
+
+impl EventBody {
+    /// The kind's name (the `kind` field).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::SessionStarted { .. } => "session_started",
+            EventBody::MessageAppended { .. } => "message_appended",
+            EventBody::RequestSent { .. } => "request_sent",
+            EventBody::ProviderError { .. } => "provider_error",
+            EventBody::RecoveryAttempt { .. } => "recovery_attempt",
+            EventBody::CapLearned { .. } => "cap_learned",
+            EventBody::FloorDiagnosis { .. } => "floor_diagnosis",
+            EventBody::NoticeInjected {} => "notice_injected",
+            EventBody::Microcompact { .. } => "microcompact",
+            EventBody::Dedup { .. } => "dedup",
+            EventBody::SkillAging { .. } => "skill_aging",
+            EventBody::Compaction { .. } => "compaction",
+            EventBody::SummaryAttempt { .. } => "summary_attempt",
+            EventBody::ContextEdit { .. } => "context_edit",
+            EventBody::TokenEscalation { .. } => "token_escalation",
+            EventBody::HookFired { .. } => "hook_fired",
+            EventBody::Checkpoint { .. } => "checkpoint",
+            EventBody::Rewind { .. } => "rewind",
+            EventBody::Redaction { .. } => "redaction",
+            EventBody::ResponseReceived { .. } => "response_received",
+        }
+    }
+
+    /// The kind's format version: bump it (and keep reading the old one) when a shape changes.
+    pub fn kind_version(&self) -> u32 {
+        1
+    }
+
+    /// One line for a timeline, e.g. `recovery attempt 2 rung 2: 4.2 MB → 1.1 MB, 3 archived`.
+    pub fn summary(&self) -> String {
+        use crate::bytesize::format_bytes as b;
+        match self {
+            EventBody::SessionStarted { provider, model, .. } => format!(
+                "session started ({} {})",
+                provider.as_deref().unwrap_or("?"),
+                model.as_deref().unwrap_or("?")
+            ),
+            EventBody::MessageAppended { count } => format!("{count} message(s) appended"),
+            EventBody::RequestSent { attempt, bytes, estimated_tokens, real_tokens, accepted, .. } => format!(
+                "request (attempt {attempt}) {} · ~{estimated_tokens} tokens est{} · {}",
+                b(*bytes),
+                real_tokens.map(|t| format!(" / {t} real")).unwrap_or_default(),
+                if *accepted { "accepted" } else { "rejected" }
+            ),
+            EventBody::ProviderError { status, class, reason, .. } => format!(
+                "error {}: {class} ({reason})",
+                status.map(|s| s.to_string()).unwrap_or_else(|| "transport".into())
+            ),
+            EventBody::RecoveryAttempt { attempt, rung, outcome, before_bytes, after_bytes, archived, .. } => {
+                if *outcome == StepOutcome::Applied {
+                    format!(
+                        "recovery attempt {attempt} rung {rung}: {} → {}, {} archived",
+                        b(*before_bytes),
+                        b(*after_bytes),
+                        archived.len()
+                    )
+                } else {
+                    format!("recovery attempt {attempt} rung {rung}: {outcome}")
+                }
+            }
+            EventBody::CapLearned { message, .. } => message.clone(),
+            EventBody::FloorDiagnosis { verdict, floor_bytes, rejected } => {
+                format!("floor {verdict}: base {} vs rejected {}", b(*floor_bytes), b(*rejected))
+            }
+            EventBody::NoticeInjected {} => "payload notice injected".into(),
+            EventBody::Microcompact { truncated, summarized, freed_bytes } => {
+                format!("🗜 microcompact: {truncated} truncated, {summarized} summarized, {} freed", b(*freed_bytes))
+            }
+            EventBody::Dedup { stubbed, freed_bytes } => format!("dedup: {stubbed} repeated read(s) stubbed, {} freed", b(*freed_bytes)),
+            EventBody::SkillAging { collapsed } => format!("skill aging: {collapsed} collapsed"),
+            EventBody::Compaction { trigger, level, outcome, .. } => format!("compaction ({trigger}) level {level}: {outcome}"),
+            EventBody::SummaryAttempt { attempt, passed, reason, .. } => format!(
+                "summary attempt {attempt}: {}",
+                if *passed { "passed the gate".to_string() } else { format!("rejected ({})", reason.as_deref().unwrap_or("?")) }
+            ),
+            EventBody::ContextEdit { cleared_tool_uses, stubs, .. } => {
+                format!("provider cleared {cleared_tool_uses} tool use(s); {stubs} stub(s) mirrored")
+            }
+            EventBody::TokenEscalation { from, to, used } => format!("max_tokens {from} → {to} (escalation {used})"),
+            EventBody::HookFired { name, event, outcome, .. } => format!("hook {name} ({event}): {outcome}"),
+            EventBody::Checkpoint { name } => format!("checkpoint {name:?}"),
+            EventBody::Rewind { target, reason } => format!("{reason} to event {target}"),
+            EventBody::Redaction { keys, counts } => {
+                format!("redaction: {} blob(s), {} secret(s)", keys.len(), counts.values().sum::<u64>())
+            }
+            EventBody::ResponseReceived { stop_reason, .. } => format!("response ({stop_reason})"),
+        }
+    }
+}
