@@ -41,11 +41,12 @@ END;
 -- Messages stored once by content hash (blake3 of their JSON). A history state is a list of
 -- these hashes, repeats kept in order. Large messages live in CCR (body NULL, ccr_key set).
 CREATE TABLE messages (
-    hash    BLOB PRIMARY KEY CHECK (length(hash) = 32),
+    id      INTEGER PRIMARY KEY,
+    hash    BLOB NOT NULL UNIQUE CHECK (length(hash) = 32),
     body    BLOB,
     ccr_key BLOB CHECK (ccr_key IS NULL OR length(ccr_key) = 32),
     CHECK ((body IS NULL) <> (ccr_key IS NULL))
-) WITHOUT ROWID;
+);
 
 -- CCR blobs an event references (they are also held in ccr_refs so retention never evicts them).
 CREATE TABLE event_blobs (

@@ -3,8 +3,8 @@
 
 mod ccr;
 mod data;
-#[allow(dead_code)] // cost_ratio and time serve the ladder and journal workloads
 mod harness;
+mod journal;
 mod ladder;
 
 use clap::Parser;
@@ -95,6 +95,9 @@ fn main() -> anyhow::Result<()> {
     let mut rows: Vec<Row> = Vec::new();
     if wanted("ccr") {
         rows.extend(ccr::run(&plan)?);
+    }
+    if wanted("journal") || wanted("restore") {
+        rows.extend(journal::run(&plan)?);
     }
     if wanted("ladder") || wanted("rung") {
         rows.extend(ladder::run(&plan)?);

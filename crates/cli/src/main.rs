@@ -38,6 +38,8 @@ enum Command {
     Recall(commands::recall::Args),
     /// The compressed archive: stats, verify, gc, put, redact.
     Ccr(commands::ccr::Args),
+    /// Audit and restore sessions: sessions, log, show, rewind, checkpoints, verify, export.
+    Journal(commands::journal::Args),
     /// Classify one failure (stdin JSON or flags).
     Classify(commands::classify::Args),
     /// What-if: run one stage on a history JSON and print the result.
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Command::Import(a) => commands::import::run(*a, &env, &mut out),
         Command::Recall(a) => commands::recall::run(a, &mut out),
         Command::Ccr(a) => commands::ccr::run(a, &mut out),
+        Command::Journal(a) => commands::journal::run(a, &mut out),
         Command::Classify(a) => commands::classify::run(a, &mut out),
         Command::Apply(a) => commands::apply::run(a, &env, &mut out),
     };

@@ -4,6 +4,9 @@ use crate::state::{unhex, Delta};
 use crate::{sql, u, BadEvent, JournalError};
 use rusqlite::{params, Connection, OptionalExtension};
 
+/// A `messages` row: inline body or CCR key.
+type StoredMessage = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// The fields of an event row that the chain covers.
 pub struct Row<'a> {
     /// Session id.
@@ -71,7 +74,9 @@ pub fn link(prev: &[u8; 32], row: &Row<'_>) -> [u8; 32] {
 pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<BadEvent>), JournalError> {
     let bad = |seq: u64, problem: String| Some(BadEvent { session: session.to_string(), seq, problem });
     let (head_seq, head_hash): (i64, Vec<u8>) = conn
-        .query_row("SELECT head_seq, head_hash FROM sessions WHERE id = ?1", [session], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row("SELECT head_seq, head_hash FROM sessions WHERE id = ?1", [session], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .map_err(sql("verify"))?;
     let mut st = conn
         .prepare(
@@ -85,7 +90,8 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
     let mut depths: Vec<u64> = Vec::new();
     let mut lens: Vec<usize> = Vec::new();
     let mut n = 0u64;
-    let mut msg_st = conn.prepare("SELECT body, ccr_key FROM messages WHERE hash = ?1").map_err(sql("verify"))?;
+    let mut msg_st =
+        conn.prepare("SELECT body, ccr_key FROM messages WHERE hash = ?1").map_err(sql("verify"))?;
     let mut blob_st = conn
         .prepare("SELECT b.blob_key, c.id IS NOT NULL FROM event_blobs b LEFT JOIN ccr_blobs c ON c.key = b.blob_key WHERE b.session_id = ?1 AND b.seq = ?2")
         .map_err(sql("verify"))?;
@@ -105,10 +111,23 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
         let prev_hash: Vec<u8> = r.get(9).map_err(sql("verify"))?;
         let hash: Vec<u8> = r.get(10).map_err(sql("verify"))?;
         if seq != expected_seq {
-            return Ok((n, bad(expected_seq, format!("event {expected_seq} is missing (found {seq} next): the sequence has a gap"))));
+            return Ok((
+                n,
+                bad(
+                    expected_seq,
+                    format!("event {expected_seq} is missing (found {seq} next): the sequence has a gap"),
+                ),
+            ));
         }
         if prev_hash != prev {
-            return Ok((n, bad(seq, "link to the previous event does not match (an event was removed, reordered or edited)".into())));
+            return Ok((
+                n,
+                bad(
+                    seq,
+                    "link to the previous event does not match (an event was removed, reordered or edited)"
+                        .into(),
+                ),
+            ));
         }
         let row = Row {
             session,
@@ -133,12 +152,20 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
             Some(p) => return Ok((n, bad(seq, format!("parent {p} is not an earlier event")))),
         };
         if depth != want_depth {
-            return Ok((n, bad(seq, format!("depth {depth} does not follow from parent (expected {want_depth})"))));
+            return Ok((
+                n,
+                bad(seq, format!("depth {depth} does not follow from parent (expected {want_depth})")),
+            ));
         }
         let decoded: Result<salvage_types::event::EventBody, _> = serde_json::from_slice(&body);
         match decoded {
             Ok(b) if b.kind() == kind => {}
-            Ok(b) => return Ok((n, bad(seq, format!("kind column {kind:?} disagrees with the body ({})", b.kind())))),
+            Ok(b) => {
+                return Ok((
+                    n,
+                    bad(seq, format!("kind column {kind:?} disagrees with the body ({})", b.kind())),
+                ))
+            }
             Err(e) => return Ok((n, bad(seq, format!("body does not decode: {e}")))),
         }
         // The history delta: well-formed, within bounds, every message present and matching its hash.
@@ -157,15 +184,21 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
             }
             len = parent_len - d.remove + d.insert.len();
             for h in &d.insert {
-                let Some(hash) = unhex(h) else { return Ok((n, bad(seq, format!("bad message hash {h:?}")))) };
+                let Some(hash) = unhex(h) else {
+                    return Ok((n, bad(seq, format!("bad message hash {h:?}"))));
+                };
                 if !checked_msgs.insert(hash) {
                     continue;
                 }
-                let row: Option<(Option<Vec<u8>>, Option<Vec<u8>>)> =
-                    msg_st.query_row([&hash[..]], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(sql("verify"))?;
+                let row: Option<StoredMessage> = msg_st
+                    .query_row([&hash[..]], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+                    .map_err(sql("verify"))?;
                 match row {
                     Some((Some(b), _)) if blake3::hash(&b).as_bytes() == &hash => {}
-                    Some((Some(_), _)) => return Ok((n, bad(seq, format!("message {h} does not match its hash")))),
+                    Some((Some(_), _)) => {
+                        return Ok((n, bad(seq, format!("message {h} does not match its hash"))))
+                    }
                     Some((None, Some(k))) => {
                         let exists: bool = conn
                             .query_row("SELECT 1 FROM ccr_blobs WHERE key = ?1", [&k], |_| Ok(true))
@@ -173,14 +206,22 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
                             .map_err(sql("verify"))?
                             .unwrap_or(false);
                         if !exists {
-                            return Ok((n, bad(seq, format!("message {h} lives in CCR but its blob is gone"))));
+                            return Ok((
+                                n,
+                                bad(seq, format!("message {h} lives in CCR but its blob is gone")),
+                            ));
                         }
                     }
                     _ => return Ok((n, bad(seq, format!("message {h} is missing")))),
                 }
             }
         }
-        for b in blob_st.query_map(params![session, crate::i(seq)], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, bool>(1)?))).map_err(sql("verify"))? {
+        for b in blob_st
+            .query_map(params![session, crate::i(seq)], |r| {
+                Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, bool>(1)?))
+            })
+            .map_err(sql("verify"))?
+        {
             let (key, present) = b.map_err(sql("verify"))?;
             if !present {
                 let hexkey: String = key.iter().map(|x| format!("{x:02x}")).collect();
@@ -196,7 +237,10 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
         return Ok((n, bad(expected_seq, format!("the session says it has {head_seq} events but {} are stored (the last ones were removed)", expected_seq - 1))));
     }
     if head_hash != prev {
-        return Ok((n, bad(expected_seq - 1, "the session's chain head does not match its last event".into())));
+        return Ok((
+            n,
+            bad(expected_seq - 1, "the session's chain head does not match its last event".into()),
+        ));
     }
     Ok((n, None))
 }

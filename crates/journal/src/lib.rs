@@ -9,6 +9,7 @@
 //! event's state, so in-place rewrites (stubs that leave the last message alone) are recorded and
 //! restored exactly, and a rewind is an event whose parent is its target — never a deletion.
 
+pub mod export;
 pub mod hash_chain;
 pub mod state;
 
@@ -24,6 +25,14 @@ use std::path::Path;
 
 /// A snapshot of the state is written every this many events along a parent chain.
 pub const SNAPSHOT_EVERY: u64 = 64;
+/// The snapshot interval for a history of `len` messages: at least [`SNAPSHOT_EVERY`], growing
+/// with the history (a power of two, so every multiple of a larger interval is one of a smaller
+/// one) so that writing snapshots costs O(1) per event amortized while a restore folds at most
+/// that many small deltas.
+pub fn snapshot_interval(len: usize) -> u64 {
+    (len as u64 / 8).max(SNAPSHOT_EVERY).next_power_of_two()
+}
+
 /// Messages whose JSON is larger than this are stored in CCR.
 pub const LARGE_MESSAGE: usize = 256 * 1024;
 /// The CCR reference owner for journal content.
@@ -142,7 +151,14 @@ pub struct NewEvent {
 impl NewEvent {
     /// An event with no history change, continuing the head.
     pub fn new(event_id: impl Into<String>, ts: DateTime<Utc>, body: EventBody) -> NewEvent {
-        NewEvent { event_id: event_id.into(), ts, body, history: HistoryChange::None, parent: Parent::Head, blobs: Vec::new() }
+        NewEvent {
+            event_id: event_id.into(),
+            ts,
+            body,
+            history: HistoryChange::None,
+            parent: Parent::Head,
+            blobs: Vec::new(),
+        }
     }
 
     /// With a history change.
@@ -303,7 +319,11 @@ impl Journal {
             if exists {
                 // A retried start with the same first event id is the original.
                 let same: Option<(i64, Vec<u8>)> = conn
-                    .query_row("SELECT seq, hash FROM events WHERE event_id = ?1 AND session_id = ?2", params![first.event_id, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .query_row(
+                        "SELECT seq, hash FROM events WHERE event_id = ?1 AND session_id = ?2",
+                        params![first.event_id, id],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
                     .optional()
                     .map_err(sql("start session"))?;
                 return match same {
@@ -312,7 +332,11 @@ impl Journal {
                 };
             }
         }
-        let tx = self.store.conn_mut().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("start session"))?;
+        let tx = self
+            .store
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("start session"))?;
         tx.execute(
             "INSERT INTO sessions (id, title, created_at, head_seq, head_hash) VALUES (?1, ?2, ?3, 0, ?4)",
             params![id, title, created, &[0u8; 32][..]],
@@ -340,7 +364,12 @@ impl Journal {
 
     /// Appends events in one transaction. With `expected`, the session must be at that version,
     /// else [`JournalError::Conflict`]. A retried batch (same event ids) returns the originals.
-    pub fn append(&mut self, session: &str, expected: Option<u64>, events: Vec<NewEvent>) -> Result<Vec<Appended>, JournalError> {
+    pub fn append(
+        &mut self,
+        session: &str,
+        expected: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Appended>, JournalError> {
         if events.is_empty() {
             return Ok(Vec::new());
         }
@@ -359,7 +388,11 @@ impl Journal {
         }
     }
 
-    fn find_event_ids(&self, session: &str, events: &[NewEvent]) -> Result<Option<Vec<Appended>>, JournalError> {
+    fn find_event_ids(
+        &self,
+        session: &str,
+        events: &[NewEvent],
+    ) -> Result<Option<Vec<Appended>>, JournalError> {
         let mut st = self
             .conn()
             .prepare_cached("SELECT session_id, seq, hash FROM events WHERE event_id = ?1")
@@ -379,7 +412,9 @@ impl Journal {
                 .optional()
                 .map_err(sql("append"))?;
             match row {
-                Some((s, seq, hash)) if s == session => out.push(Appended { seq: u(seq), hash: to32(&hash), inserted: false }),
+                Some((s, seq, hash)) if s == session => {
+                    out.push(Appended { seq: u(seq), hash: to32(&hash), inserted: false })
+                }
                 _ => return Err(JournalError::IdReused(e.event_id.clone())),
             }
         }
@@ -394,16 +429,26 @@ impl Journal {
         events: Vec<NewEvent>,
         cached: Option<(u64, State)>,
     ) -> Result<(Vec<Appended>, (u64, State)), JournalError> {
-        let tx = self.store.conn_mut().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql("append"))?;
+        let tx = self
+            .store
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("append"))?;
         let (head_seq, head_hash): (i64, Vec<u8>) = tx
-            .query_row("SELECT head_seq, head_hash FROM sessions WHERE id = ?1", [session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row("SELECT head_seq, head_hash FROM sessions WHERE id = ?1", [session], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(sql("append"))?
             .ok_or_else(|| JournalError::NoSession(session.to_string()))?;
         let head_seq = u(head_seq);
         if let Some(exp) = expected {
             if exp != head_seq {
-                return Err(JournalError::Conflict { session: session.to_string(), expected: exp, actual: head_seq });
+                return Err(JournalError::Conflict {
+                    session: session.to_string(),
+                    expected: exp,
+                    actual: head_seq,
+                });
             }
         }
         let mut prev_hash = to32(&head_hash);
@@ -413,44 +458,55 @@ impl Journal {
             _ if head_seq == 0 => (0, State::default()),
             _ => (head_seq, fold(&tx, session, head_seq, None)?.1),
         };
+        let mut cur_depth: Option<u64> = None;
         let clock = SysClock;
         let mut appended = Vec::with_capacity(events.len());
         for e in events {
             seq += 1;
             let (parent, mut state, depth) = match e.parent {
                 Parent::Head => {
-                    let depth = if cur.0 == 0 { 0 } else { event_depth(&tx, session, cur.0)? + 1 };
-                    (if cur.0 == 0 { None } else { Some(cur.0) }, cur.1.clone(), depth)
+                    let depth = match (cur.0, cur_depth) {
+                        (0, _) => 0,
+                        (_, Some(d)) => d + 1,
+                        (c, None) => event_depth(&tx, session, c)? + 1,
+                    };
+                    (if cur.0 == 0 { None } else { Some(cur.0) }, std::mem::take(&mut cur.1), depth)
                 }
                 Parent::Seq(p) => {
                     if p == 0 || p >= seq {
-                        return Err(JournalError::Invalid(format!("session {session}: parent {p} is not an earlier event")));
+                        return Err(JournalError::Invalid(format!(
+                            "session {session}: parent {p} is not an earlier event"
+                        )));
                     }
                     let (_, st) = fold(&tx, session, p, Some(&cur))?;
                     (Some(p), st, event_depth(&tx, session, p)? + 1)
                 }
             };
             // Store new messages and compute the splice.
-            let new_hashes: Option<Vec<MsgHash>> = match &e.history {
+            let delta = match &e.history {
                 HistoryChange::None => None,
+                HistoryChange::Append(msgs) if msgs.is_empty() => None,
                 HistoryChange::Append(msgs) => {
-                    let mut h = state.history.clone();
+                    let mut insert = Vec::with_capacity(msgs.len());
                     for m in msgs {
-                        h.push(store_message(&tx, &clock, m)?);
+                        insert.push(hex(&store_message(&tx, &clock, m)?));
                     }
-                    Some(h)
+                    Some(Delta { at: state.history.len(), remove: 0, insert })
                 }
                 HistoryChange::Set(msgs) => {
                     let mut h = Vec::with_capacity(msgs.len());
                     for m in msgs {
                         h.push(store_message(&tx, &clock, m)?);
                     }
-                    Some(h)
+                    diff(&state.history, &h)
                 }
             };
-            let delta = new_hashes.as_ref().and_then(|h| diff(&state.history, h));
             let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
-            let delta_bytes = delta.as_ref().map(serde_json::to_vec).transpose().map_err(|x| JournalError::Invalid(x.to_string()))?;
+            let delta_bytes = delta
+                .as_ref()
+                .map(serde_json::to_vec)
+                .transpose()
+                .map_err(|x| JournalError::Invalid(x.to_string()))?;
             let ts = rfc3339(&e.ts);
             let row = hash_chain::Row {
                 session,
@@ -497,12 +553,14 @@ impl Journal {
                     return Err(JournalError::MissingBlob(k.hex()));
                 }
                 ccr.reference(k, CCR_OWNER).map_err(|x| JournalError::Invalid(x.to_string()))?;
-                tx.prepare_cached("INSERT OR IGNORE INTO event_blobs (session_id, seq, blob_key) VALUES (?1, ?2, ?3)")
-                    .and_then(|mut st| st.execute(params![session, i(seq), &k.0[..]]))
-                    .map_err(sql("append"))?;
+                tx.prepare_cached(
+                    "INSERT OR IGNORE INTO event_blobs (session_id, seq, blob_key) VALUES (?1, ?2, ?3)",
+                )
+                .and_then(|mut st| st.execute(params![session, i(seq), &k.0[..]]))
+                .map_err(sql("append"))?;
             }
             state.apply(session, seq, parent, &e.body, delta.as_ref())?;
-            if depth > 0 && depth % SNAPSHOT_EVERY == 0 {
+            if depth > 0 && depth % snapshot_interval(state.history.len()) == 0 {
                 let blob = serde_json::to_vec(&state).map_err(|x| JournalError::Invalid(x.to_string()))?;
                 tx.prepare_cached("INSERT OR REPLACE INTO snapshots (session_id, seq, reducer_version, state) VALUES (?1, ?2, ?3, ?4)")
                     .and_then(|mut st| st.execute(params![session, i(seq), REDUCER_VERSION, blob]))
@@ -511,6 +569,7 @@ impl Journal {
             prev_hash = hash;
             appended.push(Appended { seq, hash, inserted: true });
             cur = (seq, state);
+            cur_depth = Some(depth);
         }
         tx.execute(
             "UPDATE sessions SET head_seq = ?1, head_hash = ?2 WHERE id = ?3",
@@ -587,7 +646,14 @@ impl Journal {
     }
 
     /// Appends a rewind to `target`: the new state is the target's; nothing is deleted.
-    pub fn rewind(&mut self, session: &str, target: u64, reason: &str, event_id: &str, ts: DateTime<Utc>) -> Result<Appended, JournalError> {
+    pub fn rewind(
+        &mut self,
+        session: &str,
+        target: u64,
+        reason: &str,
+        event_id: &str,
+        ts: DateTime<Utc>,
+    ) -> Result<Appended, JournalError> {
         let v = self.version(session)?;
         if target == 0 || target > v {
             return Err(JournalError::NoEvent { session: session.to_string(), seq: target });
@@ -599,7 +665,12 @@ impl Journal {
     }
 
     /// Undoes the latest history rewrite (a rewind to the state before it), if any.
-    pub fn undo(&mut self, session: &str, event_id: &str, ts: DateTime<Utc>) -> Result<Option<Appended>, JournalError> {
+    pub fn undo(
+        &mut self,
+        session: &str,
+        event_id: &str,
+        ts: DateTime<Utc>,
+    ) -> Result<Option<Appended>, JournalError> {
         let v = self.version(session)?;
         let st = self.state_at(session, v)?;
         match st.undo.last() {
@@ -615,7 +686,14 @@ impl Journal {
             .prepare("SELECT id, title, head_seq, created_at FROM sessions ORDER BY created_at, id")
             .map_err(sql("sessions"))?;
         let rows = st
-            .query_map([], |r| Ok(SessionInfo { id: r.get(0)?, title: r.get(1)?, events: u(r.get(2)?), created_at: r.get(3)? }))
+            .query_map([], |r| {
+                Ok(SessionInfo {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                    events: u(r.get(2)?),
+                    created_at: r.get(3)?,
+                })
+            })
             .map_err(sql("sessions"))?;
         rows.collect::<Result<_, _>>().map_err(sql("sessions"))
     }
@@ -651,10 +729,20 @@ fn to32(b: &[u8]) -> [u8; 32] {
     out
 }
 
-fn decode(session: &str, seq: u64, body: &[u8], delta: Option<&[u8]>) -> Result<(EventBody, Option<Delta>), JournalError> {
-    let corrupt = |what: &str, e: serde_json::Error| JournalError::Corrupt { session: session.to_string(), seq, problem: format!("{what} does not decode: {e}") };
+fn decode(
+    session: &str,
+    seq: u64,
+    body: &[u8],
+    delta: Option<&[u8]>,
+) -> Result<(EventBody, Option<Delta>), JournalError> {
+    let corrupt = |what: &str, e: serde_json::Error| JournalError::Corrupt {
+        session: session.to_string(),
+        seq,
+        problem: format!("{what} does not decode: {e}"),
+    };
     let body: EventBody = serde_json::from_slice(body).map_err(|e| corrupt("body", e))?;
-    let delta = delta.map(serde_json::from_slice::<Delta>).transpose().map_err(|e| corrupt("history delta", e))?;
+    let delta =
+        delta.map(serde_json::from_slice::<Delta>).transpose().map_err(|e| corrupt("history delta", e))?;
     Ok((body, delta))
 }
 
@@ -666,8 +754,16 @@ fn event_depth(conn: &Connection, session: &str, seq: u64) -> Result<u64, Journa
         .ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq })
 }
 
+/// parent, body, delta of an event row.
+type EventRow = (Option<i64>, Vec<u8>, Option<Vec<u8>>);
+
 /// Folds the state after `seq`: walks the parent chain back to a snapshot, the root, or `cached`.
-fn fold(conn: &Connection, session: &str, seq: u64, cached: Option<&(u64, State)>) -> Result<(u64, State), JournalError> {
+fn fold(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    cached: Option<&(u64, State)>,
+) -> Result<(u64, State), JournalError> {
     let mut chain: Vec<(u64, Option<u64>, EventBody, Option<Delta>)> = Vec::new();
     let mut cur = Some(seq);
     let mut base = State::default();
@@ -675,7 +771,9 @@ fn fold(conn: &Connection, session: &str, seq: u64, cached: Option<&(u64, State)
         .prepare_cached("SELECT parent, body, delta FROM events WHERE session_id = ?1 AND seq = ?2")
         .map_err(sql("restore"))?;
     let mut snap = conn
-        .prepare_cached("SELECT state FROM snapshots WHERE session_id = ?1 AND seq = ?2 AND reducer_version = ?3")
+        .prepare_cached(
+            "SELECT state FROM snapshots WHERE session_id = ?1 AND seq = ?2 AND reducer_version = ?3",
+        )
         .map_err(sql("restore"))?;
     while let Some(s) = cur {
         if let Some((cs, st)) = cached {
@@ -684,21 +782,29 @@ fn fold(conn: &Connection, session: &str, seq: u64, cached: Option<&(u64, State)
                 break;
             }
         }
-        let snapshot: Option<Vec<u8>> = snap.query_row(params![session, i(s), REDUCER_VERSION], |r| r.get(0)).optional().map_err(sql("restore"))?;
+        let snapshot: Option<Vec<u8>> = snap
+            .query_row(params![session, i(s), REDUCER_VERSION], |r| r.get(0))
+            .optional()
+            .map_err(sql("restore"))?;
         if let Some(bytes) = snapshot {
             if let Ok(st) = serde_json::from_slice::<State>(&bytes) {
                 base = st;
                 break;
             }
         }
-        let row: Option<(Option<i64>, Vec<u8>, Option<Vec<u8>>)> = ev
+        let row: Option<EventRow> = ev
             .query_row(params![session, i(s)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()
             .map_err(sql("restore"))?;
-        let (parent, body, delta) = row.ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq: s })?;
+        let (parent, body, delta) =
+            row.ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq: s })?;
         let parent = parent.map(u);
         if parent.is_some_and(|p| p >= s) {
-            return Err(JournalError::Corrupt { session: session.to_string(), seq: s, problem: "parent is not an earlier event".into() });
+            return Err(JournalError::Corrupt {
+                session: session.to_string(),
+                seq: s,
+                problem: "parent is not an earlier event".into(),
+            });
         }
         let (body, delta) = decode(session, s, &body, delta.as_deref())?;
         chain.push((s, parent, body, delta));
@@ -713,6 +819,12 @@ fn fold(conn: &Connection, session: &str, seq: u64, cached: Option<&(u64, State)
 fn store_message(conn: &Connection, clock: &dyn Clock, m: &Message) -> Result<MsgHash, JournalError> {
     let json = serde_json::to_vec(m).map_err(|e| JournalError::Invalid(e.to_string()))?;
     let hash = message_hash(&json);
+    if json.len() <= LARGE_MESSAGE {
+        conn.prepare_cached("INSERT OR IGNORE INTO messages (hash, body, ccr_key) VALUES (?1, ?2, NULL)")
+            .and_then(|mut st| st.execute(params![&hash[..], json]))
+            .map_err(sql("store message"))?;
+        return Ok(hash);
+    }
     let exists = conn
         .prepare_cached("SELECT 1 FROM messages WHERE hash = ?1")
         .and_then(|mut st| st.exists([&hash[..]]))
@@ -735,33 +847,55 @@ fn store_message(conn: &Connection, clock: &dyn Clock, m: &Message) -> Result<Ms
     Ok(hash)
 }
 
-/// Loads and verifies the messages of a history state (repeats decoded once).
-fn load_history(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Result<Vec<Message>, JournalError> {
+/// Loads and verifies the messages of a history state (repeats decoded once), fetching the
+/// rows in one statement.
+fn load_history(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    hashes: &[MsgHash],
+) -> Result<Vec<Message>, JournalError> {
     let clock = SysClock;
-    let mut st = conn.prepare_cached("SELECT body, ccr_key FROM messages WHERE hash = ?1").map_err(sql("restore"))?;
-    let mut cache: HashMap<MsgHash, Message> = HashMap::new();
+    let corrupt = |problem: String| JournalError::Corrupt { session: session.to_string(), seq, problem };
+    let mut unique: Vec<MsgHash> = hashes.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    let keys: std::rc::Rc<Vec<rusqlite::types::Value>> =
+        std::rc::Rc::new(unique.iter().map(|h| rusqlite::types::Value::Blob(h.to_vec())).collect());
+    let mut st = conn
+        .prepare_cached("SELECT hash, body, ccr_key FROM messages WHERE hash IN rarray(?1)")
+        .map_err(sql("restore"))?;
+    let mut rows = st.query([keys]).map_err(sql("restore"))?;
+    let mut decoded: HashMap<MsgHash, Message> = HashMap::with_capacity(unique.len());
+    while let Some(r) = rows.next().map_err(sql("restore"))? {
+        let h = to32(&r.get::<_, Vec<u8>>(0).map_err(sql("restore"))?);
+        let body: Option<Vec<u8>> = r.get(1).map_err(sql("restore"))?;
+        let key: Option<Vec<u8>> = r.get(2).map_err(sql("restore"))?;
+        let json = match (body, key) {
+            (Some(b), _) => b,
+            (None, Some(k)) => Ccr::new(conn, &clock)
+                .get_key(&CcrKey(to32(&k)))
+                .map_err(|e| corrupt(format!("message {} in CCR: {e}", hex(&h))))?,
+            (None, None) => return Err(corrupt(format!("message {} has no content", hex(&h)))),
+        };
+        if message_hash(&json) != h {
+            return Err(corrupt(format!("message {} does not match its hash", hex(&h))));
+        }
+        let m: Message = serde_json::from_slice(&json)
+            .map_err(|e| corrupt(format!("message {} does not decode: {e}", hex(&h))))?;
+        decoded.insert(h, m);
+    }
+    // Hand each message over without a copy, cloning only for repeats.
+    let mut remaining: HashMap<MsgHash, usize> = HashMap::with_capacity(unique.len());
+    for h in hashes {
+        *remaining.entry(*h).or_insert(0) += 1;
+    }
     let mut out = Vec::with_capacity(hashes.len());
     for h in hashes {
-        if let Some(m) = cache.get(h) {
-            out.push(m.clone());
-            continue;
-        }
-        let corrupt = |problem: String| JournalError::Corrupt { session: session.to_string(), seq, problem };
-        let row: Option<(Option<Vec<u8>>, Option<Vec<u8>>)> =
-            st.query_row([&h[..]], |r| Ok((r.get(0)?, r.get(1)?))).optional().map_err(sql("restore"))?;
-        let json = match row {
-            Some((Some(b), _)) => b,
-            Some((None, Some(k))) => Ccr::new(conn, &clock)
-                .get_key(&CcrKey(to32(&k)))
-                .map_err(|e| corrupt(format!("message {} in CCR: {e}", hex(h))))?,
-            _ => return Err(corrupt(format!("message {} is missing", hex(h)))),
-        };
-        if message_hash(&json) != *h {
-            return Err(corrupt(format!("message {} does not match its hash", hex(h))));
-        }
-        let m: Message = serde_json::from_slice(&json).map_err(|e| corrupt(format!("message {} does not decode: {e}", hex(h))))?;
-        cache.insert(*h, m.clone());
-        out.push(m);
+        let left = remaining.get_mut(h).ok_or_else(|| corrupt(format!("message {} is missing", hex(h))))?;
+        *left -= 1;
+        let m = if *left == 0 { decoded.remove(h) } else { decoded.get(h).cloned() };
+        out.push(m.ok_or_else(|| corrupt(format!("message {} is missing", hex(h))))?);
     }
     Ok(out)
 }

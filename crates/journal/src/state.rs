@@ -31,11 +31,7 @@ pub fn diff(old: &[MsgHash], new: &[MsgHash]) -> Option<Delta> {
     let p = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let max_s = old.len().min(new.len()) - p;
     let s = old.iter().rev().zip(new.iter().rev()).take(max_s).take_while(|(a, b)| a == b).count();
-    Some(Delta {
-        at: p,
-        remove: old.len() - p - s,
-        insert: new[p..new.len() - s].iter().map(hex).collect(),
-    })
+    Some(Delta { at: p, remove: old.len() - p - s, insert: new[p..new.len() - s].iter().map(hex).collect() })
 }
 
 /// Lowercase hex of a hash.
@@ -90,7 +86,9 @@ mod hashes {
             return Err(serde::de::Error::custom("hash list length is not a multiple of 64"));
         }
         (0..flat.len() / 64)
-            .map(|i| super::unhex(&flat[i * 64..(i + 1) * 64]).ok_or_else(|| serde::de::Error::custom("bad hash")))
+            .map(|i| {
+                super::unhex(&flat[i * 64..(i + 1) * 64]).ok_or_else(|| serde::de::Error::custom("bad hash"))
+            })
             .collect()
     }
 }
@@ -108,7 +106,12 @@ impl State {
         if let Some(d) = delta {
             let bad = |why: String| JournalError::Corrupt { session: session.to_string(), seq, problem: why };
             if d.at > self.history.len() || d.at + d.remove > self.history.len() {
-                return Err(bad(format!("history delta at {} removing {} is outside a {}-message history", d.at, d.remove, self.history.len())));
+                return Err(bad(format!(
+                    "history delta at {} removing {} is outside a {}-message history",
+                    d.at,
+                    d.remove,
+                    self.history.len()
+                )));
             }
             let insert: Vec<MsgHash> = d
                 .insert
@@ -177,7 +180,12 @@ mod tests {
         // Repeats: ["ok","ok"] → ["ok","ok","ok"] is one insert, not a no-op.
         let d = diff(&[h(7), h(7)], &[h(7), h(7), h(7)]).unwrap();
         assert_eq!((d.remove, d.insert.len()), (0, 1));
-        for (a, b) in [(old.clone(), vec![]), (vec![], old.clone()), (old.clone(), vec![h(4)]), (vec![h(1), h(1)], vec![h(1)])] {
+        for (a, b) in [
+            (old.clone(), vec![]),
+            (vec![], old.clone()),
+            (old.clone(), vec![h(4)]),
+            (vec![h(1), h(1)], vec![h(1)]),
+        ] {
             let d = diff(&a, &b).unwrap();
             let mut s = State { history: a.clone(), ..State::default() };
             s.apply("s", 2, Some(1), &EventBody::MessageAppended { count: 0 }, Some(&d)).unwrap();

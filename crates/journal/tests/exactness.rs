@@ -60,37 +60,94 @@ fn state_at_every_event_is_exact() {
     j.start_session(
         "s",
         "exactness",
-        NewEvent::new("ev-0", ts(0), EventBody::SessionStarted { provider: Some("anthropic".into()), model: None, context_window: Some(200_000), settings: BTreeMap::new(), cap: None })
-            .with_history(HistoryChange::Append(vec![Message::system("You are an agent."), Message::user("fix the build — olá 世界")])),
+        NewEvent::new(
+            "ev-0",
+            ts(0),
+            EventBody::SessionStarted {
+                provider: Some("anthropic".into()),
+                model: None,
+                context_window: Some(200_000),
+                settings: BTreeMap::new(),
+                cap: None,
+            },
+        )
+        .with_history(HistoryChange::Append(vec![
+            Message::system("You are an agent."),
+            Message::user("fix the build — olá 世界"),
+        ])),
     )
     .unwrap();
-    let mut d = Driver { j, n: 0, expected: BTreeMap::new(), live: vec![Message::system("You are an agent."), Message::user("fix the build — olá 世界")], compactions: 0 };
+    let mut d = Driver {
+        j,
+        n: 0,
+        expected: BTreeMap::new(),
+        live: vec![Message::system("You are an agent."), Message::user("fix the build — olá 世界")],
+        compactions: 0,
+    };
     d.expected.insert(1, d.live.clone());
     // Turns with tool results, and repeated identical messages ("ok", "next").
     for t in 0..12 {
         let mut call = Message::assistant("");
-        call.tool_calls.push(salvage_types::ToolCall { id: format!("c{t}"), kind: "function".into(), name: "read_file".into(), arguments: serde_json::json!({"path": format!("src/{t}.rs")}) });
-        d.push(EventBody::MessageAppended { count: 2 }, HistoryChange::Append(vec![call, Message::tool(format!("c{t}"), format!("line\n").repeat(300 + t))]));
-        d.push(EventBody::MessageAppended { count: 2 }, HistoryChange::Append(vec![Message::assistant("ok"), Message::user("next")]));
+        call.tool_calls.push(salvage_types::ToolCall {
+            id: format!("c{t}"),
+            kind: "function".into(),
+            name: "read_file".into(),
+            arguments: serde_json::json!({"path": format!("src/{t}.rs")}),
+        });
+        d.push(
+            EventBody::MessageAppended { count: 2 },
+            HistoryChange::Append(vec![call, Message::tool(format!("c{t}"), "line\n".repeat(300 + t))]),
+        );
+        d.push(
+            EventBody::MessageAppended { count: 2 },
+            HistoryChange::Append(vec![Message::assistant("ok"), Message::user("next")]),
+        );
     }
     // In-place stubs that leave the last message unchanged (microcompact, dedup, server edit).
     let before_micro = d.n + 1;
-    let h = stubbed(&d.live, 3, "[Old tool result cleared — 301 lines, 1505 chars, text] <<ccr:0123456789abcdef>>");
+    let h = stubbed(
+        &d.live,
+        3,
+        "[Old tool result cleared — 301 lines, 1505 chars, text] <<ccr:0123456789abcdef>>",
+    );
     d.push(EventBody::Microcompact { truncated: 0, summarized: 1, freed_bytes: 1400 }, HistoryChange::Set(h));
     let h = stubbed(&d.live, 7, "[earlier read of src/2.rs superseded]");
     d.push(EventBody::Dedup { stubbed: 1, freed_bytes: 1400 }, HistoryChange::Set(h));
     let h = stubbed(&stubbed(&d.live, 11, "[cleared by provider]"), 15, "[cleared by provider]");
-    d.push(EventBody::ContextEdit { cleared_tool_uses: 2, cleared_tokens: 800, stubs: 2 }, HistoryChange::Set(h));
+    d.push(
+        EventBody::ContextEdit { cleared_tool_uses: 2, cleared_tokens: 800, stubs: 2 },
+        HistoryChange::Set(h),
+    );
     // A compaction replacing the middle with a summary.
-    let mut compacted = vec![d.live[0].clone(), Message::user("[STRUCTURED SUMMARY — covering 40 earlier messages]\n- read files")];
+    let mut compacted = vec![
+        d.live[0].clone(),
+        Message::user("[STRUCTURED SUMMARY — covering 40 earlier messages]\n- read files"),
+    ];
     compacted.extend(d.live[d.live.len() - 6..].iter().cloned());
     let compaction = d.push(
-        EventBody::Compaction { trigger: Trigger::Auto, level: 2, outcome: StepOutcome::Applied, backoff_skip: false, route: Some("builtin".into()), cost: Cost { calls: 1, input_tokens: 900, output_tokens: 80 } },
+        EventBody::Compaction {
+            trigger: Trigger::Auto,
+            level: 2,
+            outcome: StepOutcome::Applied,
+            backoff_skip: false,
+            route: Some("builtin".into()),
+            cost: Cost { calls: 1, input_tokens: 900, output_tokens: 80 },
+        },
         HistoryChange::Set(compacted),
     );
     d.compactions += 1;
     // A no-op compaction: no history change, so no undo entry.
-    d.push(EventBody::Compaction { trigger: Trigger::Auto, level: 1, outcome: StepOutcome::Skipped, backoff_skip: false, route: None, cost: Cost::default() }, HistoryChange::None);
+    d.push(
+        EventBody::Compaction {
+            trigger: Trigger::Auto,
+            level: 1,
+            outcome: StepOutcome::Skipped,
+            backoff_skip: false,
+            route: None,
+            cost: Cost::default(),
+        },
+        HistoryChange::None,
+    );
     d.push(EventBody::MessageAppended { count: 1 }, HistoryChange::Append(vec![Message::assistant("ok")]));
     // Undo the compaction: the state before it returns.
     let undo_target = d.j.state_at("s", d.j.version("s").unwrap()).unwrap().undo.last().copied().unwrap();
@@ -102,7 +159,10 @@ fn state_at_every_event_is_exact() {
     // Two rewinds: back before the microcompact, then forward again to the compaction (an undo
     // of a rewind is another rewind).
     let r1 = d.rewind(before_micro - 1, "rewind");
-    d.push(EventBody::MessageAppended { count: 1 }, HistoryChange::Append(vec![Message::user("a new branch")]));
+    d.push(
+        EventBody::MessageAppended { count: 1 },
+        HistoryChange::Append(vec![Message::user("a new branch")]),
+    );
     let r2 = d.rewind(compaction, "rewind");
     assert!(r2 > r1);
     d.push(EventBody::Checkpoint { name: "after".into() }, HistoryChange::None);
@@ -113,7 +173,11 @@ fn state_at_every_event_is_exact() {
         let v = d.j.view_at("s", seq).unwrap();
         let want = &d.expected[&seq];
         assert_eq!(&v.history, want, "history at event {seq}");
-        assert_eq!(serde_json::to_vec(&v.history).unwrap(), serde_json::to_vec(want).unwrap(), "byte-identical at {seq}");
+        assert_eq!(
+            serde_json::to_vec(&v.history).unwrap(),
+            serde_json::to_vec(want).unwrap(),
+            "byte-identical at {seq}"
+        );
     }
     // Counters recomputed from events: one applied compaction on the current branch (the
     // rewind to the compaction brings its count back), summarizer cost counted.
@@ -144,7 +208,13 @@ fn many_events_use_snapshots_and_stay_exact() {
     for n in 1..=400u64 {
         let m = Message::user(if n % 3 == 0 { "same".to_string() } else { format!("m{n}") });
         live.push(m.clone());
-        j.append("s", None, vec![NewEvent::new(format!("e{n}"), ts(n), EventBody::MessageAppended { count: 1 }).with_history(HistoryChange::Append(vec![m]))]).unwrap();
+        j.append(
+            "s",
+            None,
+            vec![NewEvent::new(format!("e{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                .with_history(HistoryChange::Append(vec![m]))],
+        )
+        .unwrap();
     }
     let snaps: i64 = j.conn().query_row("SELECT count(*) FROM snapshots", [], |r| r.get(0)).unwrap();
     assert!(snaps >= 6, "{snaps} snapshots");

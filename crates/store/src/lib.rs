@@ -24,7 +24,11 @@ pub struct Migration {
 /// Every shipped migration, in order. Shipped migrations are frozen (see `migrations/checksums.txt`).
 pub const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "0001_ccr.sql", sql: include_str!("../../../migrations/0001_ccr.sql") },
-    Migration { version: 2, name: "0002_journal.sql", sql: include_str!("../../../migrations/0002_journal.sql") },
+    Migration {
+        version: 2,
+        name: "0002_journal.sql",
+        sql: include_str!("../../../migrations/0002_journal.sql"),
+    },
 ];
 
 /// The schema version this build writes.
@@ -185,6 +189,8 @@ impl Store {
         };
         self.conn.pragma_update(None, "synchronous", sync).map_err(setting("synchronous"))?;
         self.conn.pragma_update(None, "foreign_keys", "ON").map_err(setting("foreign_keys"))?;
+        // `rarray(?)` lets readers fetch many rows by key in one statement.
+        rusqlite::vtab::array::load_module(&self.conn).map_err(setting("rarray"))?;
         Ok(())
     }
 

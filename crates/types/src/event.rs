@@ -294,17 +294,27 @@ impl EventBody {
                 model.as_deref().unwrap_or("?")
             ),
             EventBody::MessageAppended { count } => format!("{count} message(s) appended"),
-            EventBody::RequestSent { attempt, bytes, estimated_tokens, real_tokens, accepted, .. } => format!(
-                "request (attempt {attempt}) {} · ~{estimated_tokens} tokens est{} · {}",
-                b(*bytes),
-                real_tokens.map(|t| format!(" / {t} real")).unwrap_or_default(),
-                if *accepted { "accepted" } else { "rejected" }
-            ),
+            EventBody::RequestSent { attempt, bytes, estimated_tokens, real_tokens, accepted, .. } => {
+                format!(
+                    "request (attempt {attempt}) {} · ~{estimated_tokens} tokens est{} · {}",
+                    b(*bytes),
+                    real_tokens.map(|t| format!(" / {t} real")).unwrap_or_default(),
+                    if *accepted { "accepted" } else { "rejected" }
+                )
+            }
             EventBody::ProviderError { status, class, reason, .. } => format!(
                 "error {}: {class} ({reason})",
                 status.map(|s| s.to_string()).unwrap_or_else(|| "transport".into())
             ),
-            EventBody::RecoveryAttempt { attempt, rung, outcome, before_bytes, after_bytes, archived, .. } => {
+            EventBody::RecoveryAttempt {
+                attempt,
+                rung,
+                outcome,
+                before_bytes,
+                after_bytes,
+                archived,
+                ..
+            } => {
                 if *outcome == StepOutcome::Applied {
                     format!(
                         "recovery attempt {attempt} rung {rung}: {} → {}, {} archived",
@@ -322,19 +332,32 @@ impl EventBody {
             }
             EventBody::NoticeInjected {} => "payload notice injected".into(),
             EventBody::Microcompact { truncated, summarized, freed_bytes } => {
-                format!("🗜 microcompact: {truncated} truncated, {summarized} summarized, {} freed", b(*freed_bytes))
+                format!(
+                    "🗜 microcompact: {truncated} truncated, {summarized} summarized, {} freed",
+                    b(*freed_bytes)
+                )
             }
-            EventBody::Dedup { stubbed, freed_bytes } => format!("dedup: {stubbed} repeated read(s) stubbed, {} freed", b(*freed_bytes)),
+            EventBody::Dedup { stubbed, freed_bytes } => {
+                format!("dedup: {stubbed} repeated read(s) stubbed, {} freed", b(*freed_bytes))
+            }
             EventBody::SkillAging { collapsed } => format!("skill aging: {collapsed} collapsed"),
-            EventBody::Compaction { trigger, level, outcome, .. } => format!("compaction ({trigger}) level {level}: {outcome}"),
+            EventBody::Compaction { trigger, level, outcome, .. } => {
+                format!("compaction ({trigger}) level {level}: {outcome}")
+            }
             EventBody::SummaryAttempt { attempt, passed, reason, .. } => format!(
                 "summary attempt {attempt}: {}",
-                if *passed { "passed the gate".to_string() } else { format!("rejected ({})", reason.as_deref().unwrap_or("?")) }
+                if *passed {
+                    "passed the gate".to_string()
+                } else {
+                    format!("rejected ({})", reason.as_deref().unwrap_or("?"))
+                }
             ),
             EventBody::ContextEdit { cleared_tool_uses, stubs, .. } => {
                 format!("provider cleared {cleared_tool_uses} tool use(s); {stubs} stub(s) mirrored")
             }
-            EventBody::TokenEscalation { from, to, used } => format!("max_tokens {from} → {to} (escalation {used})"),
+            EventBody::TokenEscalation { from, to, used } => {
+                format!("max_tokens {from} → {to} (escalation {used})")
+            }
             EventBody::HookFired { name, event, outcome, .. } => format!("hook {name} ({event}): {outcome}"),
             EventBody::Checkpoint { name } => format!("checkpoint {name:?}"),
             EventBody::Rewind { target, reason } => format!("{reason} to event {target}"),

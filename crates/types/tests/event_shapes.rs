@@ -10,25 +10,70 @@ use std::collections::BTreeMap;
 fn one_of_each() -> Vec<EventBody> {
     let settings: BTreeMap<String, String> = [("CHATCLI_MAX_PAYLOAD".to_string(), "5MB".to_string())].into();
     vec![
-        EventBody::SessionStarted { provider: Some("bedrock".into()), model: Some("claude".into()), context_window: Some(200_000), settings, cap: Some(5_242_880) },
+        EventBody::SessionStarted {
+            provider: Some("bedrock".into()),
+            model: Some("claude".into()),
+            context_window: Some(200_000),
+            settings,
+            cap: Some(5_242_880),
+        },
         EventBody::MessageAppended { count: 2 },
-        EventBody::RequestSent { attempt: 0, bytes: 129_434, estimated_tokens: 30_000, real_tokens: Some(31_000), history_digest: "d74981efa70a0c88".into(), accepted: false },
-        EventBody::ProviderError { status: Some(403), message: "blocked".into(), transport: None, rejected_bytes: Some(129_434), class: ErrorClass::WafRejection, reason: "403 + firewall signal 'waf'".into() },
-        EventBody::RecoveryAttempt { attempt: 1, rung: 1, outcome: StepOutcome::Applied, before_bytes: 10, after_bytes: 5, before_messages: 4, after_messages: 3, archived: vec!["d74981efa70a0c88".into()] },
+        EventBody::RequestSent {
+            attempt: 0,
+            bytes: 129_434,
+            estimated_tokens: 30_000,
+            real_tokens: Some(31_000),
+            history_digest: "d74981efa70a0c88".into(),
+            accepted: false,
+        },
+        EventBody::ProviderError {
+            status: Some(403),
+            message: "blocked".into(),
+            transport: None,
+            rejected_bytes: Some(129_434),
+            class: ErrorClass::WafRejection,
+            reason: "403 + firewall signal 'waf'".into(),
+        },
+        EventBody::RecoveryAttempt {
+            attempt: 1,
+            rung: 1,
+            outcome: StepOutcome::Applied,
+            before_bytes: 10,
+            after_bytes: 5,
+            before_messages: 4,
+            after_messages: 3,
+            archived: vec!["d74981efa70a0c88".into()],
+        },
         EventBody::CapLearned { cap: 97_075, previous: None, rejected: Some(129_434), message: "cap".into() },
         EventBody::FloorDiagnosis { verdict: "ok".into(), floor_bytes: 100, rejected: 1000 },
         EventBody::NoticeInjected {},
         EventBody::Microcompact { truncated: 3, summarized: 2, freed_bytes: 1_700_000 },
         EventBody::Dedup { stubbed: 1, freed_bytes: 10 },
         EventBody::SkillAging { collapsed: 1 },
-        EventBody::Compaction { trigger: Trigger::Recovery, level: 3, outcome: StepOutcome::Skipped, backoff_skip: false, route: Some("builtin".into()), cost: Cost { calls: 1, input_tokens: 2, output_tokens: 3 } },
+        EventBody::Compaction {
+            trigger: Trigger::Recovery,
+            level: 3,
+            outcome: StepOutcome::Skipped,
+            backoff_skip: false,
+            route: Some("builtin".into()),
+            cost: Cost { calls: 1, input_tokens: 2, output_tokens: 3 },
+        },
         EventBody::SummaryAttempt { attempt: 1, passed: false, reason: Some("empty".into()), chars: 0 },
         EventBody::ContextEdit { cleared_tool_uses: 4, cleared_tokens: 20_000, stubs: 4 },
         EventBody::TokenEscalation { from: 4096, to: 8192, used: 1 },
-        EventBody::HookFired { name: "notify".into(), event: "PostCompact".into(), outcome: StepOutcome::Failed, error: Some("timeout".into()), millis: 10_000 },
+        EventBody::HookFired {
+            name: "notify".into(),
+            event: "PostCompact".into(),
+            outcome: StepOutcome::Failed,
+            error: Some("timeout".into()),
+            millis: 10_000,
+        },
         EventBody::Checkpoint { name: "before-refactor".into() },
         EventBody::Rewind { target: 7, reason: "undo".into() },
-        EventBody::Redaction { keys: vec!["ab".repeat(32)], counts: [("aws_access_key".to_string(), 1u64)].into() },
+        EventBody::Redaction {
+            keys: vec!["ab".repeat(32)],
+            counts: [("aws_access_key".to_string(), 1u64)].into(),
+        },
         EventBody::ResponseReceived { stop_reason: "end_turn".into(), output_tokens: Some(12) },
     ]
 }
@@ -53,8 +98,12 @@ fn every_kind_has_a_locked_shape() {
     if std::env::var_os("SALVAGE_UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &rendered).unwrap();
     }
-    let locked = std::fs::read_to_string(&path).expect("snapshot exists (SALVAGE_UPDATE_SNAPSHOTS=1 writes it)");
-    assert_eq!(rendered, locked, "an event's JSON shape changed: bump its kind_version and update the snapshot");
+    let locked =
+        std::fs::read_to_string(&path).expect("snapshot exists (SALVAGE_UPDATE_SNAPSHOTS=1 writes it)");
+    assert_eq!(
+        rendered, locked,
+        "an event's JSON shape changed: bump its kind_version and update the snapshot"
+    );
 }
 
 #[test]

@@ -5,4 +5,5 @@ pub mod ccr;
 pub mod classify;
 pub mod config;
 pub mod import;
+pub mod journal;
 pub mod recall;

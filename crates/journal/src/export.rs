@@ -1,0 +1,88 @@
+//! Exporting a session: as JSONL (one event per line) and as a capture of its head state.
+
+use crate::{Journal, JournalError, StoredEvent};
+use salvage_types::capture::{Capture, ClientInfo, Failure, Recorded, Upstream, CAPTURE_FORMAT};
+use salvage_types::event::EventBody;
+use serde_json::json;
+
+/// One event as a JSON line.
+pub fn event_json(e: &StoredEvent) -> serde_json::Value {
+    json!({
+        "seq": e.seq,
+        "event_id": e.event_id,
+        "parent": e.parent,
+        "kind": e.kind,
+        "kind_version": e.kind_version,
+        "ts": e.ts,
+        "body": e.body,
+        "delta": e.delta,
+    })
+}
+
+impl Journal {
+    /// Every event of a session, one JSON object per line.
+    pub fn export_jsonl(&self, session: &str) -> Result<String, JournalError> {
+        let mut out = String::new();
+        let mut after = 0;
+        loop {
+            let page = self.events(session, after, 1000)?;
+            if page.is_empty() {
+                break;
+            }
+            for e in &page {
+                out.push_str(&event_json(e).to_string());
+                out.push('\n');
+                after = e.seq;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The session's head state as a capture: its history, the settings it started with, and
+    /// the last provider error it saw.
+    pub fn export_capture(&self, session: &str) -> Result<Capture, JournalError> {
+        let head = self.head(session)?;
+        let info = self.sessions()?.into_iter().find(|s| s.id == session);
+        let mut capture = Capture {
+            format: CAPTURE_FORMAT.to_string(),
+            id: session.to_string(),
+            title: info.map(|i| i.title).filter(|t| !t.is_empty()),
+            client: Some(ClientInfo { name: "salvage".into(), surface: None }),
+            provider: None,
+            model: None,
+            settings: Default::default(),
+            history: head.history,
+            failure: Failure::default(),
+            upstream: Upstream::default(),
+            recorded: Recorded::default(),
+            expect: None,
+        };
+        let mut after = 0;
+        loop {
+            let page = self.events(session, after, 1000)?;
+            if page.is_empty() {
+                break;
+            }
+            for e in &page {
+                match &e.body {
+                    EventBody::SessionStarted { provider, model, settings, .. } => {
+                        capture.provider.clone_from(provider);
+                        capture.model.clone_from(model);
+                        capture.settings.clone_from(settings);
+                    }
+                    EventBody::ProviderError { status, message, transport, rejected_bytes, .. } => {
+                        capture.failure = Failure {
+                            status: *status,
+                            message: message.clone(),
+                            transport: transport.clone(),
+                            rejected_request_bytes: *rejected_bytes,
+                        };
+                    }
+                    _ => {}
+                }
+                after = e.seq;
+            }
+        }
+        Ok(capture)
+    }
+}

@@ -1,0 +1,222 @@
+//! Tampering behind the triggers' back (with the sqlite3 tool) is reported by `verify` at the
+//! right event; two processes appending to one session give one winner and a typed conflict;
+//! a process killed during appends leaves every committed event intact.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use chrono::{TimeZone, Utc};
+use salvage_journal::{HistoryChange, Journal, JournalError, NewEvent};
+use salvage_store::Options;
+use salvage_types::event::EventBody;
+use salvage_types::Message;
+use std::path::Path;
+use std::process::Command;
+
+fn ts(n: u64) -> chrono::DateTime<Utc> {
+    Utc.timestamp_millis_opt(1_764_000_000_000 + i64::try_from(n).unwrap()).unwrap()
+}
+
+fn build(path: &Path, events: u64) {
+    let mut j = Journal::open(path, &Options::default()).unwrap();
+    j.start_session("s", "t", NewEvent::new("s-0", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    for n in 1..events {
+        j.append(
+            "s",
+            None,
+            vec![NewEvent::new(format!("s-{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                .with_history(HistoryChange::Append(vec![Message::user(format!("message {n}"))]))],
+        )
+        .unwrap();
+    }
+}
+
+fn sqlite3(path: &Path, sql: &str) {
+    let o = Command::new("sqlite3")
+        .arg(path)
+        .arg(sql)
+        .output()
+        .expect("the sqlite3 tool is installed (CI installs it)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+const NO_TRIGGERS: &str = "DROP TRIGGER events_append_only_update; DROP TRIGGER events_append_only_delete;";
+
+fn first_bad(path: &Path) -> (u64, String) {
+    let j = Journal::open(path, &Options::default()).unwrap();
+    let r = j.verify(None).unwrap();
+    let b = r.bad.first().cloned().expect("tampering is detected");
+    (b.seq, b.problem)
+}
+
+#[test]
+fn the_schema_rejects_update_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("j.db");
+    build(&p, 3);
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    for sql in ["UPDATE events SET body = 'x' WHERE seq = 2", "DELETE FROM events WHERE seq = 2"] {
+        let e = j.conn().execute(sql, []).unwrap_err().to_string();
+        assert!(e.contains("append-only"), "{e}");
+    }
+}
+
+#[test]
+fn edited_deleted_and_reordered_events_are_reported_at_the_right_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str, u64, &str)] = &[
+        ("edit", "UPDATE events SET body = CAST('{\"kind\":\"message_appended\",\"count\":7}' AS BLOB) WHERE seq = 5;", 5, "hash does not match"),
+        ("edit-ts", "UPDATE events SET ts = '2020-01-01T00:00:00.000Z' WHERE seq = 9;", 9, "hash does not match"),
+        ("delete-middle", "DELETE FROM events WHERE seq = 6;", 6, "gap"),
+        ("delete-last", "DELETE FROM events WHERE seq = 12;", 12, "removed"),
+        ("reorder", "UPDATE events SET seq = 1000 WHERE seq = 3; UPDATE events SET seq = 3 WHERE seq = 4; UPDATE events SET seq = 4 WHERE seq = 1000;", 3, "link to the previous event"),
+        ("message", "UPDATE messages SET body = CAST('{\"role\":\"user\",\"content\":\"forged\"}' AS BLOB) WHERE CAST(body AS TEXT) LIKE '%message 7\"%';", 8, "does not match its hash"),
+    ];
+    for (name, sql, seq, problem) in cases {
+        let p = dir.path().join(format!("{name}.db"));
+        build(&p, 12);
+        assert!(Journal::open(&p, &Options::default()).unwrap().verify(None).unwrap().bad.is_empty());
+        sqlite3(&p, &format!("{NO_TRIGGERS} {sql}"));
+        let (got_seq, got_problem) = first_bad(&p);
+        assert_eq!(got_seq, *seq, "{name}: {got_problem}");
+        assert!(got_problem.contains(problem), "{name}: {got_problem}");
+    }
+    // A forged message is never returned by a restore either.
+    let p = dir.path().join("message.db");
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    let e = j.view_at("s", 12).unwrap_err();
+    assert!(matches!(e, JournalError::Corrupt { .. }), "{e}");
+}
+
+#[test]
+fn retried_appends_are_idempotent_and_conflicts_are_typed() {
+    let mut j = Journal::in_memory().unwrap();
+    j.start_session("s", "", NewEvent::new("a", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    let e = NewEvent::new("b", ts(1), EventBody::MessageAppended { count: 1 })
+        .with_history(HistoryChange::Append(vec![Message::user("x")]));
+    let first = j.append("s", Some(1), vec![e.clone()]).unwrap();
+    let retry = j.append("s", Some(1), vec![e]).unwrap();
+    assert_eq!((first[0].seq, retry[0].seq, retry[0].inserted), (2, 2, false));
+    assert_eq!(first[0].hash, retry[0].hash);
+    let stale =
+        j.append("s", Some(1), vec![NewEvent::new("c", ts(2), EventBody::MessageAppended { count: 0 })]);
+    assert!(matches!(stale, Err(JournalError::Conflict { expected: 1, actual: 2, .. })));
+    assert_eq!(j.version("s").unwrap(), 2);
+}
+
+const CHILD: &str = "SALVAGE_JOURNAL_CHILD";
+
+fn child(spec: &str) {
+    // Mode "race": wait for the go file, then append at the version read before it; print the outcome.
+    // Mode "crash": append forever, printing each committed seq, until killed.
+    let mut parts = spec.split('|');
+    let (mode, path, who) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+    let mut j = Journal::open(Path::new(path), &Options::default()).unwrap();
+    match mode {
+        "race" => {
+            let v = j.version("s").unwrap();
+            let go = Path::new(path).with_extension("go");
+            while !go.exists() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let r = j.append(
+                "s",
+                Some(v),
+                vec![NewEvent::new(format!("race-{who}"), ts(9), EventBody::MessageAppended { count: 0 })],
+            );
+            match r {
+                Ok(a) => println!("won {}", a[0].seq),
+                Err(JournalError::Conflict { .. }) => println!("conflict"),
+                Err(e) => println!("error {e}"),
+            }
+        }
+        _ => {
+            for n in 0u64.. {
+                let body = "x".repeat(1000 + usize::try_from(n % 300).unwrap());
+                let a = j
+                    .append(
+                        "s",
+                        None,
+                        vec![NewEvent::new(
+                            format!("{who}-{n}"),
+                            ts(n),
+                            EventBody::MessageAppended { count: 1 },
+                        )
+                        .with_history(HistoryChange::Append(vec![Message::user(body)]))],
+                    )
+                    .unwrap();
+                println!("{}", a[0].seq);
+            }
+        }
+    }
+}
+
+#[test]
+fn two_processes_one_session_one_winner() {
+    if let Ok(spec) = std::env::var(CHILD) {
+        child(&spec);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.db");
+    build(&p, 3);
+    let exe = std::env::current_exe().unwrap();
+    let kids: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|w| {
+            Command::new(&exe)
+                .args(["--exact", "two_processes_one_session_one_winner", "--nocapture", "--test-threads=1"])
+                .env(CHILD, format!("race|{}|{w}", p.display()))
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::write(p.with_extension("go"), b"go").unwrap();
+    let outs: Vec<String> =
+        kids.into_iter().map(|k| String::from_utf8(k.wait_with_output().unwrap().stdout).unwrap()).collect();
+    let won = outs.iter().filter(|o| o.contains("won 4")).count();
+    let lost = outs.iter().filter(|o| o.contains("conflict")).count();
+    assert_eq!((won, lost), (1, 1), "{outs:?}");
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    assert_eq!(j.version("s").unwrap(), 4);
+    assert!(j.verify(None).unwrap().bad.is_empty());
+}
+
+#[test]
+fn a_killed_writer_leaves_every_committed_event_intact() {
+    if let Ok(spec) = std::env::var(CHILD) {
+        child(&spec);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("k.db");
+    build(&p, 1);
+    let exe = std::env::current_exe().unwrap();
+    let mut committed = 0u64;
+    for round in 0..5 {
+        let mut k = Command::new(&exe)
+            .args([
+                "--exact",
+                "a_killed_writer_leaves_every_committed_event_intact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, format!("crash|{}|w{round}", p.display()))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(150 + 37 * round));
+        k.kill().unwrap(); // SIGKILL
+        let out = String::from_utf8(k.wait_with_output().unwrap().stdout).unwrap();
+        if let Some(last) = out.lines().rev().find_map(|l| l.trim().parse::<u64>().ok()) {
+            committed = committed.max(last);
+        }
+        let j = Journal::open(&p, &Options::default()).unwrap();
+        let v = j.version("s").unwrap();
+        assert!(v >= committed, "round {round}: reported {committed}, stored {v}");
+        assert!(j.verify(None).unwrap().bad.is_empty(), "round {round}");
+        assert_eq!(j.events("s", 0, usize::MAX >> 1).unwrap().len() as u64, v);
+    }
+    assert!(committed > 5, "the writer made progress ({committed})");
+}
