@@ -12,6 +12,7 @@ pub mod archive;
 pub mod classify;
 pub mod escalation;
 pub mod ladder;
+pub mod microcompact;
 pub mod pairing;
 pub mod payload;
 pub mod session;

@@ -315,3 +315,68 @@ fn escalation_vectors() {
         }
     }
 }
+
+#[test]
+fn microcompact_vectors() {
+    use salvage_recovery::microcompact::{microcompact, Ages};
+    let cases = vectors::load("microcompact.json").unwrap();
+    assert_eq!(cases.len(), 8);
+    for c in &cases {
+        let h = history(&c.input["history"]);
+        let mut mem = MemoryArchive::new();
+        let ccr = c.input["ccr"].as_bool().unwrap();
+        let turn = c.input["current_turn"].as_u64().unwrap() as u32;
+        let (out, r) = {
+            let mut archiver = Archiver::new(if ccr { Some(&mut mem as &mut dyn Archive) } else { None });
+            microcompact(&h, turn, Ages { truncate: 2, summarize: 4 }, &mut archiver, &|_| None).unwrap()
+        };
+        let e = &c.expect;
+        if let Some(n) = e.get("truncated") {
+            assert_eq!(r.truncated, n.as_u64().unwrap(), "{}", c.id);
+        }
+        if let Some(n) = e.get("summarized") {
+            assert_eq!(r.summarized, n.as_u64().unwrap(), "{}", c.id);
+        }
+        if e.get("unchanged").is_some() {
+            assert_eq!(out, h, "{}", c.id);
+        }
+        if let Some(n) = e.get("markers") {
+            let markers: Vec<&str> = out.iter().flat_map(|m| find_markers(&m.content)).collect();
+            assert_eq!(markers.len() as u64, n.as_u64().unwrap(), "{}", c.id);
+        }
+        if let Some(i) = e.get("recall_equals_original_at") {
+            let i = i.as_u64().unwrap() as usize;
+            let k = find_markers(&out[i].content)[0];
+            assert_eq!(mem.get(k).unwrap(), h[i].content.as_bytes(), "{}", c.id);
+        }
+        for (field, exact) in [("length_at", false), ("contains_at", false), ("content_at", true)] {
+            if let Some(map) = e.get(field).and_then(Value::as_object) {
+                for (k, v) in map {
+                    let m = &out[k.parse::<usize>().unwrap()];
+                    match (field, v) {
+                        ("length_at", v) => assert_eq!(m.content.len() as u64, v.as_u64().unwrap(), "{} at {k}", c.id),
+                        (_, Value::String(s)) if exact => assert_eq!(&m.content, s, "{} at {k}", c.id),
+                        (_, Value::String(s)) => assert!(m.content.contains(s.as_str()), "{} at {k}", c.id),
+                        _ => panic!("{}: {field}", c.id),
+                    }
+                }
+            }
+        }
+    }
+    // Markers survive from the preview to the stub, and the stub counts the original.
+    let mut h = history(&cases[0].input["history"]);
+    let original = h[2].content.clone();
+    let mut mem = MemoryArchive::new();
+    let (mid, _) = microcompact(&h, 2, Ages { truncate: 2, summarize: 4 }, &mut Archiver::new(Some(&mut mem as &mut dyn Archive)), &|_| None).unwrap();
+    let key = find_markers(&mid[2].content)[0].to_string();
+    h = mid;
+    for _ in 0..2 {
+        h.push(Message::user("n"));
+        h.push(Message::assistant("ok"));
+    }
+    let mem2 = mem.clone();
+    let (late, r) = microcompact(&h, 6, Ages { truncate: 2, summarize: 4 }, &mut Archiver::new(Some(&mut mem as &mut dyn Archive)), &|k| mem2.get(k)).unwrap();
+    assert_eq!(r.summarized, 1);
+    assert_eq!(find_markers(&late[2].content), vec![key.as_str()]);
+    assert!(late[2].content.starts_with(&format!("[Old tool result cleared — 301 lines, {} chars, text]", original.len())), "{}", late[2].content);
+}
