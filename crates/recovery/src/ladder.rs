@@ -188,7 +188,7 @@ pub fn apply(
         }
         Rung::Emergency | Rung::Nuclear => {
             let keep = if rung == Rung::Emergency { ctx.keep.max(1) } else { RUNG3_KEEP };
-            let (mut out, dropped, marker, pairing) = keep_last(history, keep, &mut ctx.archiver)?;
+            let (mut out, dropped, marker, pairing) = keep_last(history, keep, false, &mut ctx.archiver)?;
             let mut cut = 0;
             let mut shrink_report = None;
             if rung == Rung::Nuclear {
@@ -243,9 +243,11 @@ fn is_notice(m: &Message) -> bool {
 /// kept part starts with a user message, and the task is kept before the window when it lies
 /// outside it. Everything dropped (including orphans the pairing repair removes) is archived as
 /// one JSON transcript, and the notice carries its marker.
-fn keep_last(
+#[allow(clippy::type_complexity)]
+pub(crate) fn keep_last(
     history: &[Message],
     keep: usize,
+    keep_verbatim: bool,
     archiver: &mut Archiver<'_>,
 ) -> Result<(Vec<Message>, usize, Option<String>, PairingReport), ArchiveError> {
     let system: Vec<usize> = (0..history.len()).filter(|&i| history[i].role == Role::System).collect();
@@ -277,11 +279,25 @@ fn keep_last(
             }
         }
     }
+    if keep_verbatim {
+        // Verbatim messages (recall results asked for in full) are kept at level 3, in order.
+        let before: Vec<usize> = rest
+            .iter()
+            .copied()
+            .filter(|i| history[*i].meta.preserve_verbatim && !window.contains(i))
+            .collect();
+        for (n, i) in before.into_iter().enumerate() {
+            window.insert(n, i);
+        }
+        window.sort_unstable();
+        // A verbatim tool result kept without its call becomes a user message below.
+    }
     let items: Vec<Tracked> = system
         .iter()
         .chain(window.iter())
         .map(|&i| Tracked { origin: Some(i), msg: history[i].clone() })
         .collect();
+    let items = if keep_verbatim { downgrade_orphan_verbatim(items) } else { items };
     let (items, pairing) = repair_tracked(items);
     let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
     let dropped_msgs: Vec<&Message> =
@@ -303,6 +319,24 @@ fn keep_last(
         out.insert(n_system, Message::user(notice));
     }
     Ok((out, dropped, marker, pairing))
+}
+
+/// A verbatim tool result whose call is gone becomes a user message, so pairing repair keeps it.
+pub(crate) fn downgrade_orphan_verbatim(mut items: Vec<Tracked>) -> Vec<Tracked> {
+    let ids: std::collections::HashSet<String> =
+        items.iter().flat_map(|t| t.msg.tool_calls.iter().map(|c| c.id.clone())).collect();
+    for t in items.iter_mut() {
+        let m = &mut t.msg;
+        if m.role == Role::Tool
+            && m.meta.preserve_verbatim
+            && !m.tool_call_id.as_ref().is_some_and(|id| ids.contains(id))
+        {
+            m.role = Role::User;
+            m.tool_call_id = None;
+            m.meta.agent_feedback = true;
+        }
+    }
+    items
 }
 
 /// The verdict of one recovery attempt.

@@ -9,13 +9,18 @@
 //! journal records as an event and the CLI prints.
 
 pub mod archive;
+pub mod budget;
 pub mod classify;
+pub mod compaction;
 pub mod escalation;
+pub mod gate;
 pub mod ladder;
 pub mod microcompact;
 pub mod pairing;
 pub mod payload;
 pub mod session;
 pub mod shrink;
+pub mod summarizer;
 pub mod task;
 pub mod tool_budget;
+pub mod trim;

@@ -54,7 +54,9 @@ impl MicroReport {
 /// The kind of content, for the stub.
 pub fn kind_of(content: &str) -> &'static str {
     let t = content.trim_start();
-    if (t.starts_with('{') || t.starts_with('[')) && serde_json::from_str::<serde_json::Value>(content.trim()).is_ok() {
+    if (t.starts_with('{') || t.starts_with('['))
+        && serde_json::from_str::<serde_json::Value>(content.trim()).is_ok()
+    {
         return "JSON";
     }
     if t.starts_with("diff --git") || t.starts_with("--- a/") || (t.contains("\n@@ ") && t.contains("\n+")) {

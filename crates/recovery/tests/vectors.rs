@@ -354,7 +354,9 @@ fn microcompact_vectors() {
                 for (k, v) in map {
                     let m = &out[k.parse::<usize>().unwrap()];
                     match (field, v) {
-                        ("length_at", v) => assert_eq!(m.content.len() as u64, v.as_u64().unwrap(), "{} at {k}", c.id),
+                        ("length_at", v) => {
+                            assert_eq!(m.content.len() as u64, v.as_u64().unwrap(), "{} at {k}", c.id)
+                        }
                         (_, Value::String(s)) if exact => assert_eq!(&m.content, s, "{} at {k}", c.id),
                         (_, Value::String(s)) => assert!(m.content.contains(s.as_str()), "{} at {k}", c.id),
                         _ => panic!("{}: {field}", c.id),
@@ -367,7 +369,14 @@ fn microcompact_vectors() {
     let mut h = history(&cases[0].input["history"]);
     let original = h[2].content.clone();
     let mut mem = MemoryArchive::new();
-    let (mid, _) = microcompact(&h, 2, Ages { truncate: 2, summarize: 4 }, &mut Archiver::new(Some(&mut mem as &mut dyn Archive)), &|_| None).unwrap();
+    let (mid, _) = microcompact(
+        &h,
+        2,
+        Ages { truncate: 2, summarize: 4 },
+        &mut Archiver::new(Some(&mut mem as &mut dyn Archive)),
+        &|_| None,
+    )
+    .unwrap();
     let key = find_markers(&mid[2].content)[0].to_string();
     h = mid;
     for _ in 0..2 {
@@ -375,8 +384,33 @@ fn microcompact_vectors() {
         h.push(Message::assistant("ok"));
     }
     let mem2 = mem.clone();
-    let (late, r) = microcompact(&h, 6, Ages { truncate: 2, summarize: 4 }, &mut Archiver::new(Some(&mut mem as &mut dyn Archive)), &|k| mem2.get(k)).unwrap();
+    let (late, r) = microcompact(
+        &h,
+        6,
+        Ages { truncate: 2, summarize: 4 },
+        &mut Archiver::new(Some(&mut mem as &mut dyn Archive)),
+        &|k| mem2.get(k),
+    )
+    .unwrap();
     assert_eq!(r.summarized, 1);
     assert_eq!(find_markers(&late[2].content), vec![key.as_str()]);
-    assert!(late[2].content.starts_with(&format!("[Old tool result cleared — 301 lines, {} chars, text]", original.len())), "{}", late[2].content);
+    assert!(
+        late[2]
+            .content
+            .starts_with(&format!("[Old tool result cleared — 301 lines, {} chars, text]", original.len())),
+        "{}",
+        late[2].content
+    );
+}
+
+#[test]
+fn gate_vectors() {
+    let cases = vectors::load("gate.json").unwrap();
+    assert_eq!(cases.len(), 7);
+    for c in &cases {
+        let summary = c.input["summary"].as_str().unwrap();
+        let seg = c.input["segment_chars"].as_u64().unwrap() as usize;
+        let got = salvage_recovery::gate::check(summary, seg);
+        assert_eq!(got.is_ok(), c.expect["pass"].as_bool().unwrap(), "{}: {got:?}", c.id);
+    }
 }
