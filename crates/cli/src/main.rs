@@ -4,7 +4,6 @@
 //! environment (the only place that reads it), and hands each subcommand a plan and an output
 //! handle. Exit codes: 0 success, 1 the command ran and found a problem, 2 usage or unreadable input.
 
-mod archive_adapter;
 mod commands;
 mod db;
 mod exit;

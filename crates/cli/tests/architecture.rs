@@ -46,6 +46,7 @@ fn allowed_internal(name: &str) -> &'static [&'static str] {
         "salvage-recovery" => &["salvage-types"],
         "salvage-ccr" => &["salvage-types", "salvage-store"],
         "salvage-journal" => &["salvage-types", "salvage-store", "salvage-ccr"],
+        "salvage-adapters" => &["salvage-types", "salvage-recovery", "salvage-ccr"],
         "salvage-replay" => &[
             "salvage-types",
             "salvage-store",
@@ -53,6 +54,7 @@ fn allowed_internal(name: &str) -> &'static [&'static str] {
             "salvage-journal",
             "salvage-recovery",
             "salvage-wire",
+            "salvage-adapters",
         ],
         "salvage-cli" => &[
             "salvage-types",
@@ -62,6 +64,7 @@ fn allowed_internal(name: &str) -> &'static [&'static str] {
             "salvage-recovery",
             "salvage-wire",
             "salvage-replay",
+            "salvage-adapters",
         ],
         "salvage-bench" => &[
             "salvage-types",
@@ -71,6 +74,7 @@ fn allowed_internal(name: &str) -> &'static [&'static str] {
             "salvage-recovery",
             "salvage-wire",
             "salvage-replay",
+            "salvage-adapters",
         ],
         other => panic!("{other}: a new crate must be placed in the dependency graph here"),
     }

@@ -1,9 +1,9 @@
 //! `salvage apply STAGE`: what-if, one stage on a history, the result on stdout, a report on stderr.
 
-use crate::archive_adapter::CcrArchive;
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::{write_atomic, Output};
+use salvage_adapters::CcrArchive;
 use salvage_ccr::{Ccr, SystemClock};
 use salvage_recovery::archive::{Archive, Archiver};
 use salvage_recovery::ladder::{self, Rung, RungContext};

@@ -1,10 +1,10 @@
-//! The real CCR behind the recovery crate's `Archive` trait.
+//! The real CCR as the ladder's archive.
 
 use salvage_ccr::Ccr;
 use salvage_recovery::archive::{Archive, ArchiveError};
 use salvage_types::CcrKey;
 
-/// CCR as the ladder's archive.
+/// CCR behind the `Archive` trait.
 pub struct CcrArchive<'c> {
     /// The archive handle.
     pub ccr: Ccr<'c>,
