@@ -102,6 +102,9 @@ fn main() -> anyhow::Result<()> {
     if wanted("ladder") || wanted("rung") {
         rows.extend(ladder::run(&plan)?);
     }
+    if wanted("pipeline") || wanted("compaction") {
+        rows.extend(ladder::pipeline(&plan)?);
+    }
     if args.json {
         let results: Vec<_> = rows
             .iter()

@@ -8,6 +8,7 @@ mod commands;
 mod db;
 mod exit;
 mod output;
+mod summarizers;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -53,7 +53,11 @@ pub struct MirrorReport {
 
 /// Mirrors `cleared_tool_uses` applied edits: the oldest tool results not yet cleared become
 /// stubs with a real `<<ccr:KEY>>` marker (originals archived).
-pub fn mirror(history: &[Message], cleared_tool_uses: u64, archiver: &mut Archiver<'_>) -> Result<(Vec<Message>, MirrorReport), ArchiveError> {
+pub fn mirror(
+    history: &[Message],
+    cleared_tool_uses: u64,
+    archiver: &mut Archiver<'_>,
+) -> Result<(Vec<Message>, MirrorReport), ArchiveError> {
     let mut out = history.to_vec();
     let mut report = MirrorReport::default();
     for m in out.iter_mut() {
@@ -82,6 +86,7 @@ pub fn tool_uses_to_clear(history: &[Message], s: &EditSettings, input_tokens: u
     if input_tokens < s.trigger_input_tokens {
         return 0;
     }
-    let live = history.iter().filter(|m| m.role == Role::Tool && !m.content.starts_with(STUB_PREFIX)).count() as u64;
+    let live =
+        history.iter().filter(|m| m.role == Role::Tool && !m.content.starts_with(STUB_PREFIX)).count() as u64;
     live.saturating_sub(s.keep_tool_uses)
 }

@@ -50,8 +50,10 @@ pub fn read_of(name: &str, args: &Value) -> Option<(String, Range)> {
     if !READ_TOOLS.contains(&n.as_str()) {
         return None;
     }
-    let path = ["path", "file_path", "file"].iter().find_map(|k| args.get(*k).and_then(Value::as_str))?.to_string();
-    let num = |k: &str| args.get(k).and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())));
+    let path =
+        ["path", "file_path", "file"].iter().find_map(|k| args.get(*k).and_then(Value::as_str))?.to_string();
+    let num =
+        |k: &str| args.get(k).and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())));
     let lines = if let (Some(o), Some(l)) = (num("offset"), num("limit")) {
         Some((o.max(1), o.max(1) + l.max(1) - 1))
     } else if let (Some(a), Some(b)) = (num("start_line"), num("end_line")) {
@@ -74,7 +76,10 @@ pub struct DedupReport {
 }
 
 /// Runs dedup.
-pub fn dedup(history: &[Message], archiver: &mut Archiver<'_>) -> Result<(Vec<Message>, DedupReport), ArchiveError> {
+pub fn dedup(
+    history: &[Message],
+    archiver: &mut Archiver<'_>,
+) -> Result<(Vec<Message>, DedupReport), ArchiveError> {
     // Which call each result answers.
     let mut reads: HashMap<&str, (String, Range)> = HashMap::new();
     for m in history.iter().filter(|m| m.role == Role::Assistant) {
@@ -87,8 +92,15 @@ pub fn dedup(history: &[Message], archiver: &mut Archiver<'_>) -> Result<(Vec<Me
     let results: Vec<(usize, String, Range)> = history
         .iter()
         .enumerate()
-        .filter(|(_, m)| m.role == Role::Tool && !m.is_error && !m.meta.preserve_verbatim && !m.content.starts_with(STUB_PREFIX))
-        .filter_map(|(i, m)| m.tool_call_id.as_deref().and_then(|id| reads.get(id)).map(|(p, r)| (i, p.clone(), *r)))
+        .filter(|(_, m)| {
+            m.role == Role::Tool
+                && !m.is_error
+                && !m.meta.preserve_verbatim
+                && !m.content.starts_with(STUB_PREFIX)
+        })
+        .filter_map(|(i, m)| {
+            m.tool_call_id.as_deref().and_then(|id| reads.get(id)).map(|(p, r)| (i, p.clone(), *r))
+        })
         .collect();
     let mut out = history.to_vec();
     let mut report = DedupReport::default();

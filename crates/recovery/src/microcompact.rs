@@ -59,6 +59,8 @@ pub fn kind_of(content: &str) -> &'static str {
     {
         return "JSON";
     }
+    // The remaining heuristics look at the start of the content only.
+    let t = head(t, 4096);
     if t.starts_with("diff --git") || t.starts_with("--- a/") || (t.contains("\n@@ ") && t.contains("\n+")) {
         return "diff";
     }
@@ -105,7 +107,7 @@ pub fn preview(content: &str) -> String {
 
 /// `[Old tool result cleared — L lines, C chars, KIND]`.
 pub fn stub_line(original: &str) -> String {
-    let lines = original.split('\n').count();
+    let lines = original.bytes().filter(|b| *b == b'\n').count() + 1;
     format!("{STUB_PREFIX}{lines} lines, {} chars, {}]", original.chars().count(), kind_of(original))
 }
 

@@ -15,7 +15,11 @@ pub struct SkillReport {
 }
 
 /// Collapses skill blocks older than `age_turns` assistant messages.
-pub fn age_skills(history: &[Message], age_turns: u32, archiver: &mut Archiver<'_>) -> Result<(Vec<Message>, SkillReport), ArchiveError> {
+pub fn age_skills(
+    history: &[Message],
+    age_turns: u32,
+    archiver: &mut Archiver<'_>,
+) -> Result<(Vec<Message>, SkillReport), ArchiveError> {
     let mut out = history.to_vec();
     let mut report = SkillReport::default();
     let mut assistants_after = 0u32;

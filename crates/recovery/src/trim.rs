@@ -31,6 +31,9 @@ pub struct TrimReport {
 }
 
 fn strip_blocks(s: &str, pairs: &[(&str, &str)], replace: impl Fn(&str) -> Option<String>) -> (String, u64) {
+    if !pairs.iter().any(|(open, _)| s.contains(open)) {
+        return (s.to_string(), 0);
+    }
     let mut out = s.to_string();
     let mut n = 0;
     for (open, close) in pairs {
@@ -69,7 +72,7 @@ pub fn trim(
         }
         let before = m.content.len();
         match m.role {
-            Role::Assistant => {
+            Role::Assistant if m.content.contains('<') => {
                 let (a, n1) = strip_blocks(&m.content, REASONING, |_| Some(String::new()));
                 let (b, n2) = strip_blocks(&a, MARKUP, |block| {
                     (block.len() > MARKUP_MAX && !block.contains("[tool markup compacted")).then(|| {
@@ -96,6 +99,7 @@ pub fn trim(
                     r.markup += n2;
                 }
             }
+            Role::Assistant => {}
             Role::Tool | Role::User => {
                 let feedback = m.role == Role::Tool || m.meta.agent_feedback;
                 if feedback && m.content.len() > FEEDBACK_MAX && !has_marker(&m.content) {

@@ -14,7 +14,12 @@ use serde_json::json;
 
 fn read(id: &str, args: serde_json::Value, body: &str) -> Vec<Message> {
     let mut a = Message::assistant("");
-    a.tool_calls.push(ToolCall { id: id.into(), kind: "function".into(), name: "read_file".into(), arguments: args });
+    a.tool_calls.push(ToolCall {
+        id: id.into(),
+        kind: "function".into(),
+        name: "read_file".into(),
+        arguments: args,
+    });
     vec![a, Message::tool(id, body)]
 }
 
@@ -59,7 +64,9 @@ fn skills_age_into_stubs() {
     let mut mem = MemoryArchive::new();
     let (out, r) = age_skills(&h, 6, &mut Archiver::new(Some(&mut mem as &mut dyn Archive))).unwrap();
     assert_eq!(r.collapsed, 1);
-    assert!(out[0].meta.skill_collapsed && out[0].content.starts_with("[Skill block aged out — go-style,testing"));
+    assert!(
+        out[0].meta.skill_collapsed && out[0].content.starts_with("[Skill block aged out — go-style,testing")
+    );
     assert_eq!(mem.get(find_markers(&out[0].content)[0]).unwrap(), skill.content.as_bytes());
     let (young, r) = age_skills(&h[..9], 6, &mut Archiver::new(None)).unwrap();
     assert_eq!((r.collapsed, young[0].content.len()), (0, skill.content.len()));
@@ -76,13 +83,32 @@ fn provider_edits_are_mirrored_with_real_markers_counted_in_tool_uses() {
     // One assistant with three calls: clearing 2 tool uses stubs 2 results, not 2 assistant turns.
     let mut a = Message::assistant("");
     for i in 0..3 {
-        a.tool_calls.push(ToolCall { id: format!("c{i}"), kind: "function".into(), name: "run".into(), arguments: json!({}) });
+        a.tool_calls.push(ToolCall {
+            id: format!("c{i}"),
+            kind: "function".into(),
+            name: "run".into(),
+            arguments: json!({}),
+        });
     }
-    let h = vec![Message::user("u"), a, Message::tool("c0", "x".repeat(5000)), Message::tool("c1", "y".repeat(5000)), Message::tool("c2", "z".repeat(5000))];
-    assert_eq!(context_edit::tool_uses_to_clear(&h, &EditSettings { keep_tool_uses: 1, ..EditSettings::default() }, 150_000), 2);
+    let h = vec![
+        Message::user("u"),
+        a,
+        Message::tool("c0", "x".repeat(5000)),
+        Message::tool("c1", "y".repeat(5000)),
+        Message::tool("c2", "z".repeat(5000)),
+    ];
+    assert_eq!(
+        context_edit::tool_uses_to_clear(
+            &h,
+            &EditSettings { keep_tool_uses: 1, ..EditSettings::default() },
+            150_000
+        ),
+        2
+    );
     assert_eq!(context_edit::tool_uses_to_clear(&h, &EditSettings::default(), 50_000), 0);
     let mut mem = MemoryArchive::new();
-    let (out, r) = context_edit::mirror(&h, 2, &mut Archiver::new(Some(&mut mem as &mut dyn Archive))).unwrap();
+    let (out, r) =
+        context_edit::mirror(&h, 2, &mut Archiver::new(Some(&mut mem as &mut dyn Archive))).unwrap();
     assert_eq!(r.stubs, 2);
     for (i, orig) in [(2, "x"), (3, "y")] {
         let k = find_markers(&out[i].content);
@@ -97,7 +123,11 @@ fn budget_catalog_and_calibration() {
     assert_eq!(budget(200_000, Surface::Chat.ratio(), 4.0, None), 600_000);
     assert_eq!(budget(200_000, Surface::Agent.ratio(), 4.0, None), 480_000);
     assert_eq!(budget(200_000, Surface::Manual.ratio(), 4.0, None), 400_000);
-    assert_eq!(budget(200_000, Surface::Preflight.ratio(), 4.0, Some(131_072)), 91_750, "capped at cap x 0.7");
+    assert_eq!(
+        budget(200_000, Surface::Preflight.ratio(), 4.0, Some(131_072)),
+        91_750,
+        "capped at cap x 0.7"
+    );
     assert!(needs_compaction(600_001, 600_000) && !needs_compaction(600_000, 600_000), "strictly over");
     assert_eq!(model_info(Some("claude-sonnet-4-5"), None).context_window, 200_000);
     assert_eq!(model_info(Some("anthropic.claude-sonnet-4"), None).context_window, 200_000);
@@ -106,7 +136,11 @@ fn budget_catalog_and_calibration() {
     assert_eq!(model_info(Some("grok-4"), None).context_window, 256_000);
     assert_eq!(model_info(Some("mistral-large-latest"), None).context_window, 131_072);
     assert_eq!(model_info(Some("something-new"), None), salvage_recovery::budget::DEFAULT_MODEL);
-    assert_eq!(model_info(Some("claude-sonnet-4"), Some(64_000)).context_window, 64_000, "CHATCLI_CONTEXT_WINDOW wins");
+    assert_eq!(
+        model_info(Some("claude-sonnet-4"), Some(64_000)).context_window,
+        64_000,
+        "CHATCLI_CONTEXT_WINDOW wins"
+    );
     let mut c = Calibration::default();
     assert_eq!(c.tokens(4000), 1000);
     c.observe(300_000, 100_000);

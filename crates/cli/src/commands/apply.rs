@@ -29,6 +29,14 @@ pub enum Stage {
     Budget,
     /// Shrink content to --budget BYTES.
     Shrink,
+    /// Microcompact old tool results (--turn N: the current turn; default: assistant messages so far).
+    Microcompact,
+    /// Stub earlier reads of a file covered by a later read.
+    Dedup,
+    /// Compaction level 1 only: strip reasoning, compact tool markup, shorten feedback.
+    Trim,
+    /// The full compaction pipeline (trim, summarize, emergency truncate) to --budget or the model's budget.
+    Compact,
 }
 
 /// Arguments of `salvage apply`.
@@ -45,6 +53,15 @@ pub struct Args {
     /// Byte budget for `shrink` and `rung3` (e.g. 90KB); default for rung3: payload cap × 0.7.
     #[arg(long, value_name = "SIZE")]
     budget: Option<String>,
+    /// Level-2 summarizer for `compact`: builtin, cmd:PROGRAM or mcp:SERVER (default: CHATCLI_CONTEXT_ENGINE).
+    #[arg(long, value_name = "ROUTE")]
+    summarizer: Option<String>,
+    /// The current turn, for `microcompact`.
+    #[arg(long, value_name = "N")]
+    turn: Option<u32>,
+    /// The model, for the budget of `compact` (its window from the catalog unless CHATCLI_CONTEXT_WINDOW).
+    #[arg(long)]
+    model: Option<String>,
     /// Do not archive originals (markers are then not written).
     #[arg(long)]
     no_ccr: bool,
@@ -98,10 +115,13 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
     let store = if args.no_ccr { None } else { Some(args.db.open()?) };
     let clock = SystemClock;
     let mut adapter = store.as_ref().map(|s| CcrArchive { ccr: Ccr::new(s.conn(), &clock) });
+    let reader = store.as_ref().map(|s| Ccr::new(s.conn(), &clock));
+    let adapter_lookup = |k: &str| reader.as_ref().and_then(|r| r.get(k).ok());
     let archiver = Archiver::new(adapter.as_mut().map(|a| a as &mut dyn Archive));
     let limits =
         Limits { per_result: config.tool_result_max_chars, per_turn: config.tool_result_budget_chars };
     let fail = |e: salvage_recovery::archive::ArchiveError| Failure::Problem(e.to_string());
+    let mut archiver = archiver;
     let (result, report) = match args.stage {
         Stage::Rung1 | Stage::Rung2 | Stage::Rung3 => {
             let rung = match args.stage {
@@ -121,19 +141,90 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             (h, json!(r))
         }
         Stage::Budget => {
-            let mut archiver = archiver;
             let (h, r) = tool_budget::apply(&history, limits, &mut archiver).map_err(fail)?;
             let keys: Vec<String> = archiver.keys.iter().map(|k| k.short()).collect();
             (h, json!({"previewed": r.previewed, "freed_bytes": r.freed_bytes, "archived": keys}))
         }
         Stage::Shrink => {
-            let mut archiver = archiver;
             let (h, r) = shrink::shrink(&history, budget.unwrap_or(0), &mut archiver).map_err(fail)?;
             let keys: Vec<String> = archiver.keys.iter().map(|k| k.short()).collect();
             (
                 h,
                 json!({"cuts": r.cuts, "before_bytes": r.before_bytes, "after_bytes": r.after_bytes, "fits": r.fits, "archived": keys}),
             )
+        }
+        Stage::Microcompact => {
+            let turn = args.turn.unwrap_or_else(|| {
+                history.iter().filter(|m| m.role == salvage_types::Role::Assistant).count() as u32
+            });
+            let ages = salvage_recovery::microcompact::Ages {
+                truncate: config.microcompact_truncate_turns,
+                summarize: config.microcompact_summarize_turns,
+            };
+            let lookup = |k: &str| adapter_lookup(k);
+            let (h, r) =
+                salvage_recovery::microcompact::microcompact(&history, turn, ages, &mut archiver, &lookup)
+                    .map_err(fail)?;
+            eprintln!("{}", r.line());
+            (h, json!(r))
+        }
+        Stage::Dedup => {
+            let (h, r) = salvage_recovery::dedup::dedup(&history, &mut archiver).map_err(fail)?;
+            (h, json!(r))
+        }
+        Stage::Trim => {
+            let (h, r) = salvage_recovery::trim::trim(&history, &mut archiver).map_err(fail)?;
+            (h, json!(r))
+        }
+        Stage::Compact => {
+            let info = salvage_recovery::budget::model_info(args.model.as_deref(), config.context_window);
+            let budget = budget.unwrap_or_else(|| {
+                salvage_recovery::budget::budget(
+                    info.context_window,
+                    salvage_recovery::budget::Surface::Manual.ratio(),
+                    salvage_recovery::budget::CHARS_PER_TOKEN,
+                    config.max_payload,
+                )
+            });
+            let route = args.summarizer.clone().unwrap_or_else(|| match &config.context_engine {
+                salvage_types::config::ContextEngine::Mcp(s) => format!("mcp:{s}"),
+                _ => "builtin".into(),
+            });
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let home = env.get("HOME").map(PathBuf::from);
+            let mut summarizer =
+                crate::summarizers::build(&route, &cwd, home.as_deref(), &[]).map_err(Failure::Input)?;
+            let mut hooks = salvage_adapters::hooks::ConfiguredHooks::load(
+                &salvage_adapters::hooks::default_files(&cwd, home.as_deref()),
+                "apply",
+                &cwd.display().to_string(),
+            );
+            for e in &hooks.load_errors {
+                eprintln!("warning: hooks: {e}");
+            }
+            let lookup = |k: &str| adapter_lookup(k);
+            let cancel = salvage_recovery::summarizer::Cancel::new();
+            let mut status = |_: salvage_recovery::compaction::Phase, s: &str| eprintln!("│ {s}");
+            let mut state = salvage_recovery::compaction::CompactionState::default();
+            let plan = salvage_recovery::compaction::Plan {
+                budget,
+                trigger: salvage_types::event::Trigger::Manual,
+                min_keep_recent: salvage_recovery::compaction::MIN_KEEP_RECENT,
+                summarizer_window_chars: usize::try_from(info.context_window.saturating_mul(4))
+                    .unwrap_or(usize::MAX),
+            };
+            let mut io = salvage_recovery::compaction::Io {
+                archiver,
+                lookup: &lookup,
+                summarizer: summarizer.as_mut(),
+                hooks: &mut hooks,
+                memory: &mut salvage_recovery::compaction::NoMemory,
+                status: &mut status,
+                cancel: &cancel,
+            };
+            let o = salvage_recovery::compaction::compact(&history, &plan, &mut state, &mut io)
+                .map_err(|e| Failure::Problem(e.to_string()))?;
+            (o.history, json!({"outcome": o.outcome, "level": o.level, "budget": budget, "events": o.events}))
         }
     };
     let text = serde_json::to_string_pretty(&report).map_err(|e| Failure::Problem(e.to_string()))?;
