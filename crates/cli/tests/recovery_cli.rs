@@ -126,7 +126,7 @@ fn apply_compaction_stages() {
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(r["outcome"], "applied");
     assert!(String::from_utf8_lossy(&o.stderr).contains("📦 Compacting history (200 msgs"));
-    let o = salvage(dir.path(), &["apply", "compact", "--summarizer", "cmd:echo '## Summary from a command: the flaky store test was investigated and fixed'", "--budget", "150KB"], &session, &[]);
+    let o = salvage(dir.path(), &["apply", "compact", "--summarizer", "cmd:echo '## Summary from a command: the flaky two_openers store test was investigated; busy_timeout moved before WAL'", "--budget", "150KB"], &session, &[]);
     let out: Vec<salvage_types::Message> = serde_json::from_slice(&o.stdout).unwrap();
     assert!(out.iter().any(|m| m.meta.is_summary && m.content.contains("Summary from a command")));
     let o = salvage(dir.path(), &["apply", "microcompact"], &session, &[]);
