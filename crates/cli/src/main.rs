@@ -30,6 +30,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Replay captured failures against their simulated upstream, check and journal them (the main job).
+    Replay(commands::replay::Args),
     /// Print the effective CHATCLI_* settings, their source, and any invalid value.
     Config(commands::config::Args),
     /// Build a capture from a real request body or session file (capture JSON to stdout).
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         .collect();
     let mut out = output::Output::stdout();
     let result = match cli.command {
+        Command::Replay(a) => commands::replay::run(a, &env, &mut out),
         Command::Config(a) => commands::config::run(a, &env, &mut out),
         Command::Import(a) => commands::import::run(*a, &env, &mut out),
         Command::Recall(a) => commands::recall::run(a, &mut out),

@@ -118,12 +118,17 @@ fn apply_rung2_honours_the_keep_setting_and_no_op_is_reported() {
 #[test]
 fn apply_compaction_stages() {
     let dir = tempfile::tempdir().unwrap();
-    let session = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sessions/agent-200.json")).unwrap();
-    let o = salvage(dir.path(), &["apply", "compact", "--budget", "120KB", "--report", "r.json"], &session, &[]);
+    let session = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/sessions/agent-200.json"),
+    )
+    .unwrap();
+    let o =
+        salvage(dir.path(), &["apply", "compact", "--budget", "120KB", "--report", "r.json"], &session, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out: Vec<salvage_types::Message> = serde_json::from_slice(&o.stdout).unwrap();
     assert!(salvage_types::history_weight(&out) <= 120 * 1024);
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(r["outcome"], "applied");
     assert!(String::from_utf8_lossy(&o.stderr).contains("📦 Compacting history (200 msgs"));
     let o = salvage(dir.path(), &["apply", "compact", "--summarizer", "cmd:echo '## Summary from a command: the flaky two_openers store test was investigated; busy_timeout moved before WAL'", "--budget", "150KB"], &session, &[]);

@@ -159,6 +159,11 @@ impl Store {
             setting: "foreign_keys",
             source,
         })?;
+        rusqlite::vtab::array::load_module(&store.conn).map_err(|source| StoreError::Setting {
+            path: store.path.clone(),
+            setting: "rarray",
+            source,
+        })?;
         store.migrate(latest_version())?;
         Ok(store)
     }

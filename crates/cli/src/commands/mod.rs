@@ -7,3 +7,4 @@ pub mod config;
 pub mod import;
 pub mod journal;
 pub mod recall;
+pub mod replay;

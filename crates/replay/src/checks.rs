@@ -1,0 +1,223 @@
+//! The checks of `capture.md` on every run, and the comparison with the capture's `expect`.
+
+use crate::driver::Run;
+use salvage_ccr::{Ccr, SystemClock};
+use salvage_journal::Journal;
+use salvage_recovery::pairing;
+use salvage_recovery::payload::NOTICE_MARKER;
+use salvage_recovery::task::task_survives;
+use salvage_types::capture::{Capture, Expect, Outcome};
+use salvage_types::ccr_key::find_markers;
+use salvage_types::CcrKey;
+use serde::Serialize;
+
+/// One check's verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Its name.
+    pub name: String,
+    /// Whether it holds.
+    pub ok: bool,
+    /// What was seen.
+    pub detail: String,
+}
+
+fn check(name: &str, ok: bool, detail: String) -> Check {
+    Check { name: name.to_string(), ok, detail }
+}
+
+/// Runs every check of a run against the journal it wrote.
+pub fn run_checks(capture: &Capture, run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check> {
+    let mut out = Vec::new();
+    // 0. Fidelity.
+    match (run.first_class, run.captured_class) {
+        (Some((sim, true)), Some(captured)) => out.push(check(
+            "fidelity",
+            sim == captured,
+            if sim == captured {
+                format!("simulated rejection is {sim}, as captured")
+            } else {
+                format!("simulated rejection is {sim} but the capture says {captured}")
+            },
+        )),
+        (Some((_, false)), _) => out.push(check(
+            "fidelity",
+            true,
+            "the simulation accepts attempt 0: the captured failure was replayed as recorded".into(),
+        )),
+        _ => out.push(check("fidelity", true, "no rejection to compare".into())),
+    }
+    // 1. Convergence.
+    let sizes: Vec<String> = run
+        .sent
+        .iter()
+        .map(|s| {
+            format!(
+                "{}B/{}t est/{}t real",
+                s.bytes,
+                s.estimated_tokens,
+                s.real_tokens.map(|t| t.to_string()).unwrap_or_else(|| "-".into())
+            )
+        })
+        .collect();
+    out.push(check(
+        "convergence",
+        run.attempts <= max_attempts,
+        format!(
+            "{:?} after {} attempt(s) (max {max_attempts}); requests: {}",
+            run.outcome,
+            run.attempts,
+            sizes.join(", ")
+        ),
+    ));
+    // 2. The task survived into the accepted request.
+    let accepted = run.sent.iter().rev().find(|s| s.accepted);
+    match (&run.task, accepted) {
+        (Some(t), Some(s)) => {
+            let ok = task_survives(t, &s.history);
+            out.push(check(
+                "task_kept",
+                ok,
+                if ok {
+                    "the last real user request is in the accepted request".into()
+                } else {
+                    "the last real user request is missing from the accepted request".into()
+                },
+            ));
+        }
+        _ => out.push(check("task_kept", true, "no accepted request".into())),
+    }
+    // 3. Pairing valid in every request.
+    let bad: Vec<usize> =
+        run.sent.iter().enumerate().filter(|(_, s)| !pairing::is_valid(&s.history)).map(|(i, _)| i).collect();
+    out.push(check(
+        "pairing",
+        bad.is_empty(),
+        if bad.is_empty() {
+            format!("valid in all {} request(s)", run.sent.len())
+        } else {
+            format!("invalid in request(s) {bad:?}")
+        },
+    ));
+    // 4. Every marker resolves, with verified bytes.
+    let clock = SystemClock;
+    let ccr = Ccr::new(journal.conn(), &clock);
+    let mut markers = 0;
+    let mut missing = Vec::new();
+    for s in &run.sent {
+        for m in &s.history {
+            for k in find_markers(&m.content) {
+                markers += 1;
+                match ccr.get(k) {
+                    Ok(bytes) if CcrKey::of(&bytes).short() == k => {}
+                    Ok(_) => missing.push(format!("{k} (bytes do not hash to the key)")),
+                    Err(e) => missing.push(format!("{k} ({e})")),
+                }
+            }
+        }
+    }
+    missing.dedup();
+    out.push(check(
+        "markers",
+        missing.is_empty(),
+        if missing.is_empty() {
+            format!("{markers} marker(s) resolve")
+        } else {
+            format!("unresolved: {}", missing.join(", "))
+        },
+    ));
+    // 5. Rewind accounting from the journal.
+    let mut problems = Vec::new();
+    for (seq, before) in &run.rewrites {
+        match journal.view_at(&run.session, seq - 1) {
+            Ok(v) if &v.history == before => {}
+            Ok(_) => problems.push(format!("restore before event {seq} differs from the driver's copy")),
+            Err(e) => problems.push(format!("restore before event {seq}: {e}")),
+        }
+    }
+    for seq in &run.skipped_compactions {
+        let (a, b) = (journal.state_at(&run.session, seq - 1), journal.state_at(&run.session, *seq));
+        if let (Ok(a), Ok(b)) = (a, b) {
+            if a.undo.len() != b.undo.len() {
+                problems.push(format!("skipped compaction {seq} left an undo entry"));
+            }
+        }
+    }
+    match journal.head(&run.session) {
+        Ok(v) => {
+            if v.history != run.history {
+                problems.push("the journal's final history differs from the driver's".into());
+            }
+            let c = &run.compaction;
+            if (v.state.compactions, v.state.level3, &v.state.summarizer)
+                != (c.compactions, c.level3, &c.cost)
+            {
+                problems.push(format!(
+                    "counters from events ({} compactions, {} level 3, {} summarizer calls) differ from the run's ({}, {}, {})",
+                    v.state.compactions, v.state.level3, v.state.summarizer.calls, c.compactions, c.level3, c.cost.calls
+                ));
+            }
+        }
+        Err(e) => problems.push(format!("head: {e}")),
+    }
+    out.push(check(
+        "rewind",
+        problems.is_empty(),
+        if problems.is_empty() {
+            format!("{} rewrite(s) restore exactly; counters match", run.rewrites.len())
+        } else {
+            problems.join("; ")
+        },
+    ));
+    // 6. The notice at most once; the cap only tightens.
+    let notices = run.history.iter().filter(|m| m.content.starts_with(NOTICE_MARKER)).count();
+    let tightening = run.caps.windows(2).all(|w| w[1] <= w[0]);
+    out.push(check(
+        "notice_once",
+        notices <= 1 && run.notices <= 1,
+        format!("{notices} payload notice(s) in the history"),
+    ));
+    out.push(check("cap_tightens", tightening, format!("caps {:?}", run.caps)));
+    let _ = capture;
+    out
+}
+
+/// Compares the run with `expect`: `(met, what differs)`.
+pub fn compare(expect: &Expect, run: &Run) -> (bool, Vec<String>) {
+    let mut diffs = Vec::new();
+    if expect.outcome != run.outcome {
+        diffs.push(format!("outcome: expected {:?}, got {:?}", expect.outcome, run.outcome));
+    }
+    if let Some(m) = expect.max_attempts {
+        if run.attempts > m {
+            diffs.push(format!("attempts: expected at most {m}, used {}", run.attempts));
+        }
+    }
+    if let Some(l) = expect.level {
+        if run.rung != Some(l) {
+            diffs.push(format!("level: expected rung {l}, got {:?}", run.rung));
+        }
+    }
+    if let Some(n) = expect.notice_injected {
+        if n != (run.notices > 0) {
+            diffs.push(format!("notice_injected: expected {n}"));
+        }
+    }
+    if let Some(c) = expect.cap_learned_bytes {
+        if run.caps.last() != Some(&c) {
+            diffs.push(format!("cap_learned_bytes: expected {c}, got {:?}", run.caps.last()));
+        }
+    }
+    (diffs.is_empty(), diffs)
+}
+
+/// The expectation a run would bless.
+pub fn observed(run: &Run) -> Expect {
+    Expect {
+        outcome: run.outcome,
+        max_attempts: Some(run.attempts),
+        level: run.rung,
+        notice_injected: Some(run.notices > 0),
+        cap_learned_bytes: if run.outcome == Outcome::NoFailure { None } else { run.caps.last().copied() },
+    }
+}

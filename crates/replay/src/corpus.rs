@@ -1,0 +1,207 @@
+//! Running many captures: file discovery, parallel jobs with a deterministic order, reports.
+
+use crate::checks::{compare, observed, run_checks, Check};
+use crate::driver::{replay, Options, Run};
+use salvage_journal::Journal;
+use salvage_recovery::compaction::{Hooks, NoHooks};
+use salvage_recovery::summarizer::Summarizer;
+use salvage_store::{Options as StoreOptions, Store};
+use salvage_types::capture::{read_capture, Capture, CaptureError, Outcome};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// One capture's report (the `--json` shape of `cli.md`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureReport {
+    /// Capture id.
+    pub id: String,
+    /// File.
+    pub file: String,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Recovery attempts after the first rejection.
+    pub attempts: u32,
+    /// Rung that succeeded.
+    pub rung: Option<u8>,
+    /// Body size of every request, attempt 0 first.
+    pub request_bytes: Vec<u64>,
+    /// Estimated tokens of every request.
+    pub estimated_tokens: Vec<u64>,
+    /// Real (BPE) tokens of every request that reached the provider.
+    pub real_tokens: Vec<Option<u64>>,
+    /// Whether `expect` was met (`None` without `expect`).
+    pub expect_met: Option<bool>,
+    /// What differs from `expect`.
+    pub expect_diffs: Vec<String>,
+    /// The checks.
+    pub checks: Vec<Check>,
+    /// The journal session.
+    pub session: Option<String>,
+    /// Messages for people.
+    pub messages: Vec<String>,
+    /// The outcome to bless into `expect`.
+    #[serde(skip)]
+    pub blessed: Option<salvage_types::capture::Expect>,
+}
+
+impl CaptureReport {
+    /// True when every check holds and the expectation (if any) is met.
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.ok) && self.expect_met != Some(false)
+    }
+}
+
+/// Every `*.json` under the paths (folders recursively), sorted, or the unreadable path.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or folder", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if p.extension().is_some_and(|e| e == "json") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Reads every capture first, so a bad file stops the run before any work (exit 2).
+pub fn load_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Capture)>, CaptureError> {
+    files.iter().map(|f| read_capture(f).map(|c| (f.clone(), c))).collect()
+}
+
+/// Replays one capture into a journal and checks it.
+pub fn run_one(
+    file: &Path,
+    capture: &Capture,
+    journal: &mut Journal,
+    summarizer: &mut dyn Summarizer,
+    hooks: &mut dyn Hooks,
+    session: String,
+    start: chrono::DateTime<chrono::Utc>,
+    keep_session: bool,
+) -> Result<CaptureReport, String> {
+    let run: Run = replay(capture, journal, Options { summarizer, hooks, start, session })
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let max = salvage_types::Config::from_env(&capture.settings).max_recovery_attempts;
+    let checks = run_checks(capture, &run, journal, max);
+    let (met, diffs) = match &capture.expect {
+        Some(e) => {
+            let (m, d) = compare(e, &run);
+            (Some(m), d)
+        }
+        None => (None, Vec::new()),
+    };
+    Ok(CaptureReport {
+        id: capture.id.clone(),
+        file: file.display().to_string(),
+        outcome: run.outcome,
+        attempts: run.attempts,
+        rung: run.rung,
+        request_bytes: run.sent.iter().map(|s| s.bytes).collect(),
+        estimated_tokens: run.sent.iter().map(|s| s.estimated_tokens).collect(),
+        real_tokens: run.sent.iter().map(|s| s.real_tokens).collect(),
+        expect_met: met,
+        expect_diffs: diffs,
+        checks,
+        session: keep_session.then(|| run.session.clone()),
+        messages: run.messages.clone(),
+        blessed: Some(observed(&run)),
+    })
+}
+
+/// Where runs journal.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A database file.
+    File(PathBuf),
+    /// In memory, discarded (`--no-journal`).
+    Memory,
+}
+
+/// Runs captures on `jobs` threads; reports come back in input order. `make_summarizer` builds
+/// one summarizer per capture (recorded summaries are per capture).
+pub fn run_all(
+    captures: &[(PathBuf, Capture)],
+    target: &Target,
+    jobs: usize,
+    make_summarizer: &(dyn Fn(&Capture) -> Result<Box<dyn Summarizer>, String> + Sync),
+    progress: &(dyn Fn(usize, usize, &str) + Sync),
+) -> Result<Vec<CaptureReport>, String> {
+    let started = chrono::Utc::now();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Result<CaptureReport, String>>>> =
+        std::sync::Mutex::new(vec![None; captures.len()].into_iter().map(|_: Option<()>| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1).min(captures.len().max(1)) {
+            s.spawn(|| {
+                let journal = match target {
+                    Target::File(p) => Store::open(p, &StoreOptions::default())
+                        .map(Journal::from_store)
+                        .map_err(|e| e.to_string()),
+                    Target::Memory => Journal::in_memory().map_err(|e| e.to_string()),
+                };
+                let mut journal = match journal {
+                    Ok(j) => Some(j),
+                    Err(e) => {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if let Ok(mut r) = results.lock() {
+                            if i < captures.len() {
+                                r[i] = Some(Err(e));
+                            }
+                        }
+                        None
+                    }
+                };
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if i >= captures.len() {
+                        break;
+                    }
+                    let Some(j) = journal.as_mut() else { break };
+                    let (file, capture) = &captures[i];
+                    let session = format!("{}@{}-{i}", capture.id, started.format("%Y%m%dT%H%M%S%.3fZ"));
+                    let r = make_summarizer(capture).and_then(|mut s| {
+                        run_one(
+                            file,
+                            capture,
+                            j,
+                            s.as_mut(),
+                            &mut NoHooks,
+                            session,
+                            started,
+                            matches!(target, Target::File(_)),
+                        )
+                    });
+                    if let Ok(mut res) = results.lock() {
+                        res[i] = Some(r);
+                    }
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    progress(n, captures.len(), &capture.id);
+                }
+            });
+        }
+    });
+    let results = results.into_inner().map_err(|_| "a replay thread panicked".to_string())?;
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.unwrap_or_else(|| Err(format!("capture {i} was not run"))))
+        .collect()
+}

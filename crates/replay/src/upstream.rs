@@ -1,0 +1,192 @@
+//! The simulated upstream: a gateway with a body cap that rejects in each style of
+//! `capture.md`, and a provider with a context window counted by a real BPE tokenizer
+//! (`o200k_base`) that answers an overflow in its real wording, applies provider-side context
+//! editing, and replies with scripted responses.
+
+use salvage_recovery::context_edit::EditSettings;
+use salvage_types::capture::{OverflowStyle, RejectStyle, ScriptedResponse, StopReason, Upstream};
+use salvage_types::message::{Message, Role};
+
+/// What the upstream answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The request was rejected.
+    Rejected(Rejection),
+    /// The request was accepted.
+    Accepted(Reply),
+}
+
+/// A rejection as the client sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// HTTP status (`None` for transport failures).
+    pub status: Option<u16>,
+    /// The error text.
+    pub message: String,
+    /// The transport error.
+    pub transport: Option<String>,
+    /// The rejected size, when the upstream annotates it.
+    pub rejected_bytes: Option<u64>,
+}
+
+/// An accepted request's reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+    /// The text.
+    pub content: String,
+    /// Input tokens counted.
+    pub input_tokens: u64,
+    /// Tool uses the provider cleared (context editing), if any.
+    pub cleared_tool_uses: u64,
+    /// Input tokens the clearing saved.
+    pub cleared_tokens: u64,
+}
+
+/// Counts tokens of a history with the real `o200k_base` BPE: message text, tool-call names and
+/// arguments, plus a small per-message overhead as chat formats add.
+pub fn count_tokens(history: &[Message]) -> u64 {
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let mut n = 0u64;
+    for m in history {
+        n += 4 + bpe.encode_ordinary(&m.content).len() as u64;
+        for c in &m.tool_calls {
+            n += bpe.encode_ordinary(&c.name).len() as u64
+                + bpe.encode_ordinary(&c.arguments.to_string()).len() as u64;
+        }
+        for p in &m.system_parts {
+            if p.text != m.content {
+                n += bpe.encode_ordinary(&p.text).len() as u64;
+            }
+        }
+        n += 85 * m.images.len() as u64;
+    }
+    n
+}
+
+/// The wording of an overflow, per provider.
+pub fn overflow_message(style: OverflowStyle, tokens: u64, window: u64) -> (u16, String) {
+    match style {
+        OverflowStyle::Anthropic => (400, format!("{{\"type\":\"error\",\"error\":{{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: {tokens} tokens > {window} maximum\"}}}}")),
+        OverflowStyle::Openai => (400, format!("Error code: 400 - {{'error': {{'message': \"This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens.\", 'type': 'invalid_request_error', 'code': 'context_length_exceeded'}}}}")),
+        OverflowStyle::Gemini => (400, format!("The input token count ({tokens}) exceeds the maximum number of tokens allowed ({window}).")),
+        OverflowStyle::Xai => (400, format!("This model's maximum prompt length is {window} but the request contains {tokens} tokens.")),
+        OverflowStyle::Mistral => (400, format!("Prompt contains {tokens} tokens and 0 draft tokens, too large for model with {window} maximum context length")),
+        OverflowStyle::Bedrock => (400, "ValidationException: Input is too long for requested model.".to_string()),
+    }
+}
+
+/// The gateway's rejection of a `size`-byte body.
+pub fn gateway_rejection(style: RejectStyle, size: u64, annotate: bool) -> Rejection {
+    let rejected_bytes = annotate.then_some(size);
+    let (status, message, transport) = match style {
+        RejectStyle::Http413 => (Some(413), "<html><head><title>413 Request Entity Too Large</title></head><body><center><h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center></body></html>".to_string(), None),
+        RejectStyle::Http431 => (Some(431), "431 Request Header Fields Too Large".to_string(), None),
+        RejectStyle::Waf403 => (Some(403), "403 Forbidden: Request blocked by security policy (WAF rule 949110)".to_string(), None),
+        RejectStyle::WafHtml403 => (
+            Some(403),
+            "operation error Bedrock Runtime: InvokeModel, https response error StatusCode: 403, RequestID: , deserialization failed, failed to decode response body, invalid character '<' looking for beginning of value".to_string(),
+            None,
+        ),
+        RejectStyle::ConnectionReset => (None, "read tcp 127.0.0.1:51234->127.0.0.1:443: read: connection reset by peer".to_string(), Some("connection reset by peer".to_string())),
+        RejectStyle::Eof => (None, "unexpected EOF".to_string(), Some("unexpected EOF".to_string())),
+    };
+    Rejection { status, message, transport, rejected_bytes }
+}
+
+/// The simulated upstream of one capture.
+pub struct Simulated {
+    spec: Upstream,
+    responses: std::collections::VecDeque<ScriptedResponse>,
+    edits: Option<EditSettings>,
+}
+
+impl Simulated {
+    /// From a capture's `upstream`.
+    pub fn new(spec: &Upstream) -> Simulated {
+        let edits = spec.context_editing.as_ref().map(|e| EditSettings {
+            trigger_input_tokens: e.trigger_input_tokens,
+            keep_tool_uses: e.keep_tool_uses,
+            clear_at_least_tokens: e.clear_at_least_tokens,
+        });
+        Simulated { spec: spec.clone(), responses: spec.responses.clone().into(), edits }
+    }
+
+    /// The model's output cap, if the capture gives one.
+    pub fn max_output_tokens(&self) -> Option<u64> {
+        self.spec.model.as_ref().and_then(|m| m.max_output_tokens)
+    }
+
+    /// The provider's window, if the capture gives one.
+    pub fn window(&self) -> Option<u64> {
+        self.spec.model.as_ref().and_then(|m| m.context_window_tokens)
+    }
+
+    /// Whether a request would be rejected, without consuming a scripted response.
+    pub fn judge(&self, body_bytes: u64, history: &[Message]) -> Result<(u64, u64, u64), Rejection> {
+        if let Some(g) = &self.spec.gateway {
+            if let Some(max) = g.max_body_bytes {
+                if body_bytes > max {
+                    return Err(gateway_rejection(g.rejects_with, body_bytes, g.reports_request_size));
+                }
+            }
+        }
+        let tokens = count_tokens(history);
+        let (mut effective, mut cleared_uses, mut cleared_tokens) = (tokens, 0, 0);
+        if let Some(e) = &self.edits {
+            let n = salvage_recovery::context_edit::tool_uses_to_clear(history, e, tokens);
+            if n > 0 {
+                // The provider clears the oldest tool results: count what that saves.
+                let mut saved = 0u64;
+                let mut left = n;
+                for m in history.iter().filter(|m| m.role == Role::Tool) {
+                    if left == 0 {
+                        break;
+                    }
+                    saved += count_tokens(std::slice::from_ref(m)).saturating_sub(12);
+                    left -= 1;
+                }
+                effective = tokens.saturating_sub(saved);
+                cleared_uses = n;
+                cleared_tokens = saved;
+            }
+        }
+        if let Some(m) = &self.spec.model {
+            if let Some(w) = m.context_window_tokens {
+                if effective > w {
+                    let (status, message) =
+                        overflow_message(m.overflow_style.unwrap_or(OverflowStyle::Anthropic), effective, w);
+                    return Err(Rejection {
+                        status: Some(status),
+                        message,
+                        transport: None,
+                        rejected_bytes: None,
+                    });
+                }
+            }
+        }
+        Ok((effective, cleared_uses, cleared_tokens))
+    }
+
+    /// Sends a request: judged, and when accepted answered with the next scripted reply.
+    pub fn send(&mut self, body_bytes: u64, history: &[Message]) -> Answer {
+        match self.judge(body_bytes, history) {
+            Err(r) => Answer::Rejected(r),
+            Ok((input_tokens, cleared_tool_uses, cleared_tokens)) => {
+                let r = self.responses.pop_front().unwrap_or(ScriptedResponse {
+                    stop_reason: StopReason::EndTurn,
+                    content: "OK — continuing with the task.".into(),
+                    usage: None,
+                });
+                Answer::Accepted(Reply {
+                    stop_reason: r.stop_reason,
+                    content: r.content,
+                    input_tokens,
+                    cleared_tool_uses,
+                    cleared_tokens,
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Builds the regression corpus in testdata/corpus/ (deterministic; run from the repo root:
+python3 testdata/corpus/generate.py). Every capture states what it is for in `title` and what it
+must do in `expect`. Captures imported from real request bodies are built with `salvage import`
+instead (see the README); these cover every failure class, gateway style and rung."""
+import json, random, os, base64, zlib, struct
+
+OUT = os.path.dirname(os.path.abspath(__file__))
+R = random.Random(7)
+WORDS = "the request gateway rejected body size limit we compact history retry smaller payload model context window tokens summary tool result file read lines function returns error database locked test fails build merge fix proxy timeout session journal archive".split()
+
+def prose(n, seed):
+    r = random.Random(seed); out = []
+    while sum(len(w) + 1 for w in out) < n:
+        out.append(r.choice(WORDS))
+    return " ".join(out)[:n]
+
+def code(n, seed):
+    r = random.Random(seed); lines = []; size = 0
+    while size < n:
+        k = r.randrange(4)
+        l = [f"    let v{r.randrange(999)} = store.get({r.randrange(99)})?;", f"    // {prose(40, r.random())}", f"fn f{r.randrange(999)}(x: usize) -> usize {{ x + {r.randrange(9)} }}", ""][k]
+        lines.append(l); size += len(l) + 1
+    return "\n".join(lines)[:n]
+
+def png(w, h):
+    raw = b"".join(b"\x00" + b"\x10\x80\xf0" * w for _ in range(h))
+    def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")).decode()
+
+def sysmsg(n=2000):
+    return {"role": "system", "content": "You are a coding agent. " + prose(n, 1)}
+
+def chat(turns, size, seed, task="Fix the failing build in crates/store and make the tests pass."):
+    h = [sysmsg(), {"role": "user", "content": task}]
+    for t in range(turns):
+        h.append({"role": "assistant", "content": prose(size, seed * 100 + t)})
+        h.append({"role": "user", "content": prose(200, seed * 1000 + t) if t + 1 < turns else task + " Continue."})
+    return h
+
+def agent(calls, result_size, seed, task="Find why two_openers is flaky and fix it.", giant=None):
+    h = [sysmsg(), {"role": "user", "content": task}]
+    for i in range(calls):
+        cid = f"toolu_{seed}_{i:03d}"
+        h.append({"role": "assistant", "content": "", "tool_calls": [{"id": cid, "type": "function", "name": "read_file", "arguments": {"path": f"src/m{i}.rs", "offset": 1, "limit": 200}}]})
+        size = giant if (giant and i == calls // 2) else result_size
+        h.append({"role": "tool", "tool_call_id": cid, "content": code(size, seed * 77 + i)})
+    return h
+
+def capture(id, title, history, failure, upstream, expect, provider="anthropic", model="claude-sonnet-4-5", settings=None, surface="agent", recorded=None):
+    c = {"format": "salvage.capture/1", "id": id, "title": title, "client": {"name": "chatcli", "surface": surface},
+         "provider": provider, "model": model, "settings": settings or {}, "history": history, "failure": failure,
+         "upstream": upstream, "recorded": {"summaries": recorded or []}, "expect": expect}
+    with open(os.path.join(OUT, id + ".json"), "w") as f:
+        json.dump(c, f, ensure_ascii=False, indent=1)
+
+NOCOMPACT = {"CHATCLI_CONTEXT_WINDOW": "4000000"}  # the client believes the window is huge: only the provider's limit bites
+def gw(max_bytes, style, report=False): return {"gateway": {"max_body_bytes": max_bytes, "rejects_with": style, "reports_request_size": report}}
+def model(window, style, out=None):
+    m = {"context_window_tokens": window, "overflow_style": style}
+    if out: m["max_output_tokens"] = out
+    return {"model": m}
+def F(status=None, message="", transport=None, rejected=None):
+    f = {"status": status, "message": message, "transport": transport}
+    if rejected is not None: f["rejected_request_bytes"] = rejected
+    return f
+def E(outcome, level=None, max_attempts=None, notice=None, cap=None):
+    e = {"outcome": outcome}
+    if max_attempts is not None: e["max_attempts"] = max_attempts
+    if level is not None: e["level"] = level
+    if notice is not None: e["notice_injected"] = notice
+    if cap is not None: e["cap_learned_bytes"] = cap
+    return e
+
+# --- context overflow in every provider's wording -------------------------------------------
+for style, prov, mdl in [("anthropic", "anthropic", "claude-sonnet-4-5"), ("openai", "openai", "gpt-4o"), ("gemini", "gemini", "gemini-2.5-pro"),
+                         ("xai", "xai", "grok-4"), ("mistral", "mistral", "mistral-large-latest"), ("bedrock", "bedrock", "anthropic.claude-sonnet-4")]:
+    h = chat(12, 9000, sum(map(ord, style)))
+    wording = {"anthropic": "prompt is too long: 41200 tokens > 16000 maximum", "openai": "Error code: 400 - {'error': {'code': 'context_length_exceeded'}}",
+               "gemini": "The input token count (41200) exceeds the maximum number of tokens allowed (16000).", "xai": "This model's maximum prompt length is 16000 but the request contains 41200 tokens.",
+               "mistral": "Prompt contains 41200 tokens and 0 draft tokens, too large for model with 16000 maximum context length", "bedrock": "ValidationException: Input is too long for requested model."}[style]
+    capture(f"overflow-{style}-rung1", f"{style} context overflow: long assistant answers, rung 1 cuts them", h, F(400, wording),
+            {**model(16000, style)}, E("recovered", level=1, max_attempts=1, notice=False), provider=prov, model=mdl, settings=NOCOMPACT, surface="chat")
+
+# --- each rung succeeding ---------------------------------------------------------------------
+capture("rung2-many-small-turns", "overflow with many small turns: rung 1 cannot help, rung 2 keeps the last 10",
+        chat(60, 1500, 11), F(400, "prompt is too long"), model(12000, "anthropic"), E("recovered", level=2, max_attempts=2), settings=NOCOMPACT, surface="chat")
+capture("rung3-keep-four", "only keeping the last 4 fits",
+        chat(60, 1500, 12), F(400, "prompt is too long"), model(1100, "anthropic"), E("recovered", level=3, max_attempts=3), settings=NOCOMPACT, surface="chat")
+capture("rung3-emergency-keep-small", "CHATCLI_EMERGENCY_KEEP_MESSAGES=20 makes rung 2 too weak; rung 3 fits",
+        chat(60, 1500, 13), F(400, "prompt is too long"), model(2000, "anthropic"), E("recovered", level=3), settings={**NOCOMPACT, "CHATCLI_EMERGENCY_KEEP_MESSAGES": "20"}, surface="chat")
+
+# --- gateway styles ---------------------------------------------------------------------------
+big = agent(30, 6000, 21)
+capture("gateway-http413-reported", "plain 413 that reports the request size: cap learned at 3/4", big, F(413, "413 Payload Too Large", rejected=None),
+        gw(120_000, "http_413", report=True), E("recovered", notice=True), settings=NOCOMPACT)
+capture("gateway-http413-unreported", "413 without a size: 4 MB assumed, then the ladder", big, F(413, "413 Payload Too Large"), gw(120_000, "http_413"), E("recovered", notice=True), settings=NOCOMPACT)
+capture("gateway-http431", "431 from a proxy counting the whole request", big, F(431, "431 Request Header Fields Too Large"), gw(150_000, "http_431"), E("recovered", notice=True), settings=NOCOMPACT)
+capture("gateway-waf403", "WAF 403 with a firewall signal", big, F(403, "403 Forbidden: Request blocked by security policy (WAF)"), gw(100_000, "waf_403"), E("recovered", notice=True), settings=NOCOMPACT)
+capture("gateway-waf-html-bedrock-128k", "Corporate proxy returns an HTML 403 block page at ~128 KB (Bedrock SDK decode error)",
+        agent(40, 5000, 22), F(403, "operation error Bedrock Runtime: InvokeModel, https response error StatusCode: 403, RequestID: , deserialization failed, failed to decode response body, invalid character '<' looking for beginning of value", rejected=None),
+        gw(131_072, "waf_html_403", report=True), E("recovered", notice=True), provider="bedrock", model="anthropic.claude-sonnet-4", settings={**NOCOMPACT, "CHATCLI_MAX_PAYLOAD": "5MB"})
+huge = agent(90, 7000, 23)
+capture("gateway-reset-large", "silent connection reset on a 600 KB body: likely payload", huge, F(None, "read: connection reset by peer", transport="connection reset by peer"),
+        gw(300_000, "connection_reset"), E("recovered", notice=True), settings=NOCOMPACT)
+capture("gateway-eof-large", "unexpected EOF on a large body", huge, F(None, "unexpected EOF", transport="unexpected EOF"), gw(300_000, "eof"), E("recovered", notice=True), settings=NOCOMPACT)
+capture("gateway-eof-small-transient", "EOF on a small body is a network blip, not a payload problem", agent(5, 2000, 24),
+        F(None, "unexpected EOF", transport="unexpected EOF"), {}, E("not_recoverable"), settings=NOCOMPACT)
+
+# --- floor fail-fast and exhaustion -----------------------------------------------------------
+hs = [{"role": "system", "content": "Persona and MCP tool docs. " + prose(140_000, 3)}] + agent(10, 3000, 25)[1:]
+hf = [{"role": "system", "content": "Persona and MCP tool docs. " + prose(140_000, 3)}, {"role": "user", "content": "Summarize the design doc."}]
+capture("floor-fail-fast", "the request is only the system prompt and the task, and the gateway rejects it: fail fast without an attempt", hf,
+        F(413, "413 Payload Too Large"), gw(100_000, "http_413", report=True), E("failed_fast", max_attempts=0), settings=NOCOMPACT)
+hw = [{"role": "system", "content": "Persona and MCP tool docs. " + prose(90_000, 4)}] + agent(10, 3000, 26)[1:]
+capture("floor-warn-then-recover", "system prompt close to the limit: warned, the ladder still recovers", hw,
+        F(413, "413 Payload Too Large"), gw(115_000, "http_413", report=True), E("recovered"), settings=NOCOMPACT)
+capture("exhausted-unreported", "a gateway cap below any request the ladder can send, size not reported: attempts run out", hs,
+        F(403, "403 Forbidden blocked by firewall"), gw(60_000, "waf_403"), E("exhausted", max_attempts=3), settings=NOCOMPACT)
+
+# --- not recoverable classes ------------------------------------------------------------------
+small = chat(4, 500, 31)
+capture("auth-401", "invalid API key: refresh credentials, never compact", small, F(401, "401 Unauthorized: invalid x-api-key"), {}, E("not_recoverable", max_attempts=0))
+capture("rate-limit-429", "rate limited: back off", small, F(429, "429 Too Many Requests: rate limit exceeded"), {}, E("not_recoverable", max_attempts=0))
+capture("model-not-found", "unknown model", small, F(404, "model not found: claude-9"), {}, E("not_recoverable", max_attempts=0))
+capture("server-529-overloaded", "provider overloaded", small, F(529, "Overloaded"), {}, E("not_recoverable", max_attempts=0))
+capture("plain-403-stays-auth", "a 403 without firewall signals stays auth: credentials are not invalidated for a network problem", small, F(403, "Forbidden"), {}, E("not_recoverable"))
+capture("no-failure", "the captured request is accepted as it is", small, F(), {}, E("no_failure", max_attempts=0))
+
+# --- shapes of history ------------------------------------------------------------------------
+capture("giant-tool-result", "one 900 KB tool result dominates the history", agent(8, 2000, 41, giant=900_000),
+        F(400, "prompt is too long"), model(60000, "anthropic"), E("recovered", level=1), settings=NOCOMPACT)
+chain = agent(40, 3000, 42, task="Migrate every module to the new error type.")
+capture("tool-chain-task-before-window", "native tool-call chain: the task lies before the kept window and must survive", chain,
+        F(400, "prompt is too long"), model(9000, "anthropic"), E("recovered"), settings=NOCOMPACT)
+vb = agent(20, 4000, 43)
+vb.insert(6, {"role": "user", "content": "[recalled src/m2.rs in full]\n" + code(6000, 9), "meta": {"preserve_verbatim": True, "agent_feedback": True}})
+capture("verbatim-recall-result", "a recall result asked for in full sits in the history", vb, F(400, "prompt is too long"), model(14000, "anthropic"), E("recovered"), settings=NOCOMPACT)
+img = chat(6, 4000, 44)
+img[1]["images"] = [{"media_type": "image/png", "data": png(64, 48)}]
+img[3]["images"] = [{"media_type": "image/png", "data": png(32, 32)}, {"url": "https://example.invalid/diagram.png"}]
+capture("images-in-history", "vision inputs count toward the weight", img, F(400, "prompt is too long"), model(7000, "anthropic"), E("recovered"), settings=NOCOMPACT, surface="chat")
+na = [sysmsg(), {"role": "user", "content": "Corrija o teste que falha — 日本語のログも確認して。 Ça marche? 🚀"}]
+for t in range(20):
+    na.append({"role": "assistant", "content": ("análise do erro: o banco está bloqueado — " + "データベースがロックされています。" * 40 + " ") * 3})
+    na.append({"role": "user", "content": "continue — 続けて"})
+capture("non-ascii-text", "Portuguese, Japanese and emoji: every cut lands on a char boundary", na, F(400, "prompt is too long"), model(15000, "anthropic"), E("recovered"), settings=NOCOMPACT, surface="chat")
+capture("context-editing-provider", "provider-side clear_tool_uses: the provider clears old tool results and the client mirrors them", agent(40, 9000, 45),
+        F(), {**model(110_000, "anthropic"), "context_editing": {"trigger_input_tokens": 60000, "keep_tool_uses": 5, "clear_at_least_tokens": 20000}}, E("no_failure"), settings={**NOCOMPACT, "CHATCLI_CONTEXT_ENGINE": "provider"})
+capture("output-limit-escalation", "the answer stops at max_tokens twice: max_tokens doubles, partial answers kept", small, F(),
+        {**model(200000, "anthropic", out=64000), "responses": [{"stop_reason": "max_tokens", "content": "Part one of the patch…"}, {"stop_reason": "max_tokens", "content": "Part two…"}, {"stop_reason": "end_turn", "content": "Done."}]},
+        E("no_failure"))
+capture("output-limit-openai-length", "OpenAI's length stop, escalation capped at the provider's output cap", small, F(), {**model(128000, "openai", out=16384), "responses": [{"stop_reason": "length", "content": "Partial…"}, {"stop_reason": "end_turn", "content": "Complete."}]},
+        E("no_failure"), provider="openai", model="gpt-4o")
+several = agent(500, 7000, 46)
+capture("several-mb-session", "a 3.5 MB agent session against a 200k-token window", several, F(400, "prompt is too long"), model(200000, "anthropic"), E("recovered"), settings=NOCOMPACT)
+capture("auto-compaction-before-send", "the client's own budget compacts before the first send: the request is accepted", agent(200, 6000, 47),
+        F(), model(200000, "anthropic"), E("no_failure"), surface="agent")
+capture("preflight-forced", "a configured cap at 85% forces pre-flight compaction at ratio 0.40", agent(60, 6000, 48),
+        F(), gw(5_000_000, "http_413"), E("no_failure"), settings={"CHATCLI_MAX_PAYLOAD": "400KB"})
+capture("cap-only-tightens", "CHATCLI_MAX_PAYLOAD below the learned 3/4 keeps the configured cap", big, F(413, "413 Payload Too Large"), gw(120_000, "http_413", report=True),
+        E("recovered", cap=65536), settings={**NOCOMPACT, "CHATCLI_MAX_PAYLOAD": "64KB"})
+capture("recorded-summary", "a recorded level-2 summary is replayed exactly during auto compaction", agent(200, 6000, 49),
+        F(), model(200000, "anthropic"), E("no_failure"), recorded=["## Task\n- make two_openers deterministic\n## Files read\n- crates/store/src/lib.rs\n- crates/store/tests/open.rs\n## Findings\n- WAL switch races before busy_timeout is installed"])
+capture("orphan-and-duplicate-calls", "a history with an orphan tool result and duplicate call ids is repaired before sending",
+        agent(6, 3000, 50) + [{"role": "tool", "tool_call_id": "ghost", "content": "stray"}, {"role": "user", "content": "Find why two_openers is flaky and fix it."}],
+        F(400, "prompt is too long"), model(5000, "anthropic"), E("recovered"), settings=NOCOMPACT)
+capture("max-attempts-1", "CHATCLI_MAX_RECOVERY_ATTEMPTS=1: rung 1 cannot fit, attempts exhausted", chat(60, 1500, 51), F(400, "prompt is too long"), model(4000, "anthropic"),
+        E("exhausted", max_attempts=1), settings={**NOCOMPACT, "CHATCLI_MAX_RECOVERY_ATTEMPTS": "1"}, surface="chat")
+capture("openai-style-body-413", "an OpenAI-shaped request body judged by a 413 gateway", agent(30, 6000, 52), F(413, "413 Payload Too Large"), gw(100_000, "http_413", report=True),
+        E("recovered", notice=True), provider="openai", model="gpt-4o", settings=NOCOMPACT)
+print(len([f for f in os.listdir(OUT) if f.endswith('.json')]), "captures")
