@@ -33,6 +33,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
                     keep: 10,
                     limits,
                     payload_budget: budget,
+                    rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
                 };
                 std::hint::black_box(ladder::apply(Rung::Nuclear, &history, &mut ctx).ok());
             },

@@ -68,6 +68,9 @@ pub struct RungContext<'a> {
     pub limits: Limits,
     /// The payload budget rung 3 shrinks to, if a cap is known.
     pub payload_budget: Option<u64>,
+    /// Messages rung 3 keeps ([`RUNG3_KEEP`]; other values are fault injection for testing the
+    /// replay checks).
+    pub rung3_keep: usize,
 }
 
 /// What a rung did: everything the journal records and the CLI prints.
@@ -187,7 +190,7 @@ pub fn apply(
             (out, dropped_orphans, cut, None, pairing, Some(budget), None)
         }
         Rung::Emergency | Rung::Nuclear => {
-            let keep = if rung == Rung::Emergency { ctx.keep.max(1) } else { RUNG3_KEEP };
+            let keep = if rung == Rung::Emergency { ctx.keep.max(1) } else { ctx.rung3_keep.max(1) };
             let (mut out, dropped, marker, pairing) = keep_last(history, keep, false, &mut ctx.archiver)?;
             let mut cut = 0;
             let mut shrink_report = None;

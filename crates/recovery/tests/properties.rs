@@ -111,6 +111,7 @@ fn check(rung: Rung, h: &[Message], budget: Option<u64>) -> Result<(), TestCaseE
             keep: 10,
             limits: Limits { per_result: 20_000, per_turn: 200_000 },
             payload_budget: budget,
+            rung3_keep: ladder::RUNG3_KEEP,
         };
         ladder::apply(rung, h, &mut ctx).unwrap()
     };

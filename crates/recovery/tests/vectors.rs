@@ -100,6 +100,7 @@ fn ladder_vectors() {
             keep,
             limits: LIMITS,
             payload_budget: None,
+            rung3_keep: ladder::RUNG3_KEEP,
         };
         let outcome = if let Some(used) = i.get("attempts_used") {
             let max = i["max_attempts"].as_u64().unwrap() as u32;

@@ -86,6 +86,7 @@ pub fn load_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Capture)>, CaptureErr
 }
 
 /// Replays one capture into a journal and checks it.
+#[allow(clippy::too_many_arguments)]
 pub fn run_one(
     file: &Path,
     capture: &Capture,
@@ -95,8 +96,9 @@ pub fn run_one(
     session: String,
     start: chrono::DateTime<chrono::Utc>,
     keep_session: bool,
+    rung3_keep: usize,
 ) -> Result<CaptureReport, String> {
-    let run: Run = replay(capture, journal, Options { summarizer, hooks, start, session })
+    let run: Run = replay(capture, journal, Options { summarizer, hooks, start, session, rung3_keep })
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let max = salvage_types::Config::from_env(&capture.settings).max_recovery_attempts;
     let checks = run_checks(capture, &run, journal, max);
@@ -125,6 +127,9 @@ pub fn run_one(
     })
 }
 
+/// Builds one summarizer per capture (recorded summaries are per capture).
+pub type MakeSummarizer<'a> = dyn Fn(&Capture) -> Result<Box<dyn Summarizer>, String> + Sync + 'a;
+
 /// Where runs journal.
 #[derive(Debug, Clone)]
 pub enum Target {
@@ -140,8 +145,9 @@ pub fn run_all(
     captures: &[(PathBuf, Capture)],
     target: &Target,
     jobs: usize,
-    make_summarizer: &(dyn Fn(&Capture) -> Result<Box<dyn Summarizer>, String> + Sync),
+    make_summarizer: &MakeSummarizer<'_>,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
+    rung3_keep: usize,
 ) -> Result<Vec<CaptureReport>, String> {
     let started = chrono::Utc::now();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -187,6 +193,7 @@ pub fn run_all(
                             session,
                             started,
                             matches!(target, Target::File(_)),
+                            rung3_keep,
                         )
                     });
                     if let Ok(mut res) = results.lock() {

@@ -93,6 +93,9 @@ pub struct Options<'a> {
     pub start: DateTime<Utc>,
     /// The session id to journal under.
     pub session: String,
+    /// Messages rung 3 keeps: [`salvage_recovery::ladder::RUNG3_KEEP`] except when injecting a
+    /// fault to show that the checks catch a broken ladder.
+    pub rung3_keep: usize,
 }
 
 struct FixedClock(i64);
@@ -538,6 +541,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
                         keep: config.emergency_keep_messages,
                         limits,
                         payload_budget: Some(payload_budget),
+                        rung3_keep: opts.rung3_keep,
                     };
                     let o = ladder::apply(rung, &d.run.history, &mut ctx)
                         .map_err(|e| ReplayError::Archive(e.0))?;

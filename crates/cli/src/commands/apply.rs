@@ -130,8 +130,13 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
                 _ => Rung::Nuclear,
             };
             let payload_budget = budget.or(config.max_payload.map(|c| c.saturating_mul(7) / 10));
-            let mut ctx =
-                RungContext { archiver, keep: config.emergency_keep_messages, limits, payload_budget };
+            let mut ctx = RungContext {
+                archiver,
+                keep: config.emergency_keep_messages,
+                limits,
+                payload_budget,
+                rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
+            };
             let o = ladder::apply(rung, &history, &mut ctx).map_err(fail)?;
             eprintln!("{}", o.report.summary());
             (o.history, json!(o.report))

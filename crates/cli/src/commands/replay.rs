@@ -33,6 +33,9 @@ pub struct Args {
     /// Journal in memory only (nothing is written to the database).
     #[arg(long)]
     no_journal: bool,
+    /// Fault injection for testing the checks: make rung 3 keep N messages instead of 4.
+    #[arg(long, hide = true, value_name = "N")]
+    fault_rung3_keep: Option<usize>,
     #[command(flatten)]
     db: DbArgs,
 }
@@ -77,8 +80,15 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
             let _ = std::io::stderr().flush();
         }
     };
-    let reports =
-        run_all(&captures, &target, args.jobs.max(1), &make, &progress).map_err(Failure::Problem)?;
+    let reports = run_all(
+        &captures,
+        &target,
+        args.jobs.max(1),
+        &make,
+        &progress,
+        args.fault_rung3_keep.unwrap_or(salvage_recovery::ladder::RUNG3_KEEP),
+    )
+    .map_err(Failure::Problem)?;
     if tty {
         eprint!("\r{}\r", " ".repeat(80));
     }

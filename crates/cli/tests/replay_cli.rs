@@ -1,0 +1,126 @@
+//! `salvage replay` end to end: the corpus is green, a broken ladder is caught, the journal of a
+//! run restores at every event, `--bless`, `--jobs`, `--json` and bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use salvage_journal::Journal;
+use salvage_store::Options;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus")
+}
+
+fn salvage(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_salvage"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SALVAGE_DB")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn strip_sessions(mut v: serde_json::Value) -> serde_json::Value {
+    for c in v["captures"].as_array_mut().unwrap() {
+        c["session"] = serde_json::Value::Null;
+    }
+    v
+}
+
+#[test]
+fn the_corpus_replays_green_and_its_journal_restores_at_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus();
+    let o = salvage(dir.path(), &["replay", c.to_str().unwrap(), "--json", "--jobs", "2"]);
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = v["captures"].as_array().unwrap().len();
+    assert!(n >= 40, "{n} captures");
+    assert_eq!(v["summary"]["passed"], n);
+    for cap in v["captures"].as_array().unwrap() {
+        assert_eq!(cap["expect_met"], true, "{}", cap["id"]);
+        assert!(cap["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true));
+        assert!(!cap["request_bytes"].as_array().unwrap().is_empty());
+    }
+    // Every run is a journal session; the journal verifies and restores at every event.
+    let db = dir.path().join(".salvage/salvage.db");
+    assert!(salvage(dir.path(), &["journal", "verify"]).status.success());
+    let j = Journal::open(&db, &Options::default()).unwrap();
+    let sessions = j.sessions().unwrap();
+    assert_eq!(sessions.len(), n);
+    for s in sessions.iter().filter(|s| {
+        s.id.starts_with("rung3-keep-four")
+            || s.id.starts_with("gateway-waf-html")
+            || s.id.starts_with("recorded-summary")
+    }) {
+        let mut prev: Option<Vec<salvage_types::Message>> = None;
+        for e in j.events(&s.id, 0, 10_000).unwrap() {
+            let h = j.view_at(&s.id, e.seq).unwrap().history;
+            if let (None, Some(p)) = (&e.delta, &prev) {
+                assert_eq!(&h, p, "{} event {}: no delta, no change", s.id, e.seq);
+            }
+            prev = Some(h);
+        }
+    }
+    let log = String::from_utf8(salvage(dir.path(), &["journal", "log", &sessions[0].id]).stdout).unwrap();
+    assert!(log.contains("session_started") && log.contains("request_sent"), "{log}");
+    // --jobs 2 and --jobs 1 report the same, in the same order.
+    let o1 = salvage(dir.path(), &["replay", c.to_str().unwrap(), "--json", "--no-journal"]);
+    let v1: serde_json::Value = serde_json::from_slice(&o1.stdout).unwrap();
+    assert_eq!(strip_sessions(v1), strip_sessions(v.clone()));
+}
+
+#[test]
+fn a_broken_ladder_fails_the_replay_naming_captures_and_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus();
+    let o = salvage(dir.path(), &["replay", c.to_str().unwrap(), "--no-journal", "--fault-rung3-keep", "40"]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("rung3-keep-four (")
+            && text.contains("✖ expect outcome: expected Recovered, got Exhausted"),
+        "{text}"
+    );
+    assert!(text.contains("captures:") && text.contains("failed"));
+}
+
+#[test]
+fn bless_records_the_observed_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(corpus().join("gateway-http413-reported.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&src).unwrap();
+    v.as_object_mut().unwrap().remove("expect");
+    let f = dir.path().join("c.json");
+    std::fs::write(&f, v.to_string()).unwrap();
+    let o = salvage(dir.path(), &["replay", "c.json", "--no-journal", "--bless"]);
+    assert!(o.status.success());
+    let blessed: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert_eq!(blessed["expect"]["outcome"], "recovered");
+    assert_eq!(blessed["expect"]["level"], 2);
+    assert_eq!(blessed["expect"]["notice_injected"], true);
+    let o = salvage(dir.path(), &["replay", "c.json", "--no-journal", "--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["captures"][0]["expect_met"], true);
+}
+
+#[test]
+fn unreadable_captures_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.json"), r#"{"format":"salvage.capture/2","id":"x"}"#).unwrap();
+    let o = salvage(dir.path(), &["replay", "bad.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad.json: format: unknown capture format \"salvage.capture/2\""));
+    assert!(!dir.path().join(".salvage").exists(), "nothing written");
+    let o = salvage(dir.path(), &["replay", "missing-dir"]);
+    assert_eq!(o.status.code(), Some(2));
+}
