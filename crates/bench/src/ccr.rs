@@ -1,10 +1,10 @@
 //! CCR put and get-and-verify against raw blake3 + zstd-3 over the same items, and whether a
 //! trained dictionary pays for items under 16 KB.
 
-use crate::data::mixed;
 use crate::harness::interleave;
 use crate::{Plan, Row};
 use salvage_ccr::{Ccr, SystemClock};
+use salvage_replay::synth::mixed;
 use salvage_store::{Options, Store};
 use salvage_types::CcrKey;
 

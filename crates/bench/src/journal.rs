@@ -1,11 +1,11 @@
 //! Journal append (batched and one durable transaction per event) against raw rusqlite inserts of
 //! the same rows, and exact restore against parsing the history from a JSON file.
 
-use crate::data::{mixed, text, Kind};
 use crate::harness::{interleave, time};
 use crate::{Plan, Row};
 use chrono::{TimeZone, Utc};
 use salvage_journal::{HistoryChange, Journal, NewEvent};
+use salvage_replay::synth::{mixed, text, Kind};
 use salvage_store::{Durability, Options, Store};
 use salvage_types::event::EventBody;
 use salvage_types::Message;

@@ -1,11 +1,11 @@
 //! Rung 3 with shrink on a 10 MB history against serde_json parsing of that history.
 
-use crate::data::agent_history;
 use crate::harness::interleave;
 use crate::{Plan, Row};
 use salvage_recovery::archive::{Archive, Archiver, MemoryArchive};
 use salvage_recovery::ladder::{self, Rung, RungContext};
 use salvage_recovery::tool_budget::Limits;
+use salvage_replay::synth::agent_history;
 use salvage_types::Message;
 
 /// Runs the ladder workloads.

@@ -2,10 +2,10 @@
 //! baseline doing the same bytes with the same library, interleaved in one process run.
 
 mod ccr;
-mod data;
 mod harness;
 mod journal;
 mod ladder;
+mod replay;
 
 use clap::Parser;
 use serde_json::json;
@@ -23,6 +23,9 @@ struct Args {
     /// Only workloads whose name contains this.
     #[arg(long)]
     only: Option<String>,
+    /// Internal: the child process of the peak-memory workload.
+    #[arg(long, hide = true)]
+    child_peak: Option<std::path::PathBuf>,
 }
 
 /// One measured target.
@@ -90,6 +93,9 @@ pub struct Plan {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(f) = &args.child_peak {
+        return replay::child_peak(f);
+    }
     let plan = if args.quick { Plan { rounds: 7, scale: 0.5 } } else { Plan { rounds: 11, scale: 1.0 } };
     let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
     let mut rows: Vec<Row> = Vec::new();
@@ -101,6 +107,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wanted("ladder") || wanted("rung") {
         rows.extend(ladder::run(&plan)?);
+    }
+    if wanted("replay") || wanted("memory") {
+        rows.extend(replay::run(&plan)?);
     }
     if wanted("pipeline") || wanted("compaction") {
         rows.extend(ladder::pipeline(&plan)?);

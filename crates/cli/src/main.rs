@@ -42,6 +42,8 @@ enum Command {
     Ccr(commands::ccr::Args),
     /// Audit and restore sessions: sessions, log, show, rewind, checkpoints, verify, export.
     Journal(commands::journal::Args),
+    /// Generate a large synthetic capture (benchmarks, soak runs).
+    Generate(commands::generate::Args),
     /// Classify one failure (stdin JSON or flags).
     Classify(commands::classify::Args),
     /// What-if: run one stage on a history JSON and print the result.
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Recall(a) => commands::recall::run(a, &mut out),
         Command::Ccr(a) => commands::ccr::run(a, &mut out),
         Command::Journal(a) => commands::journal::run(a, &mut out),
+        Command::Generate(a) => commands::generate::run(a, &mut out),
         Command::Classify(a) => commands::classify::run(a, &mut out),
         Command::Apply(a) => commands::apply::run(a, &env, &mut out),
     };

@@ -3,11 +3,8 @@
 use crate::driver::Run;
 use salvage_ccr::{Ccr, SystemClock};
 use salvage_journal::Journal;
-use salvage_recovery::pairing;
 use salvage_recovery::payload::NOTICE_MARKER;
-use salvage_recovery::task::task_survives;
 use salvage_types::capture::{Capture, Expect, Outcome};
-use salvage_types::ccr_key::find_markers;
 use salvage_types::CcrKey;
 use serde::Serialize;
 
@@ -71,25 +68,21 @@ pub fn run_checks(capture: &Capture, run: &Run, journal: &Journal, max_attempts:
         ),
     ));
     // 2. The task survived into the accepted request.
-    let accepted = run.sent.iter().rev().find(|s| s.accepted);
-    match (&run.task, accepted) {
-        (Some(t), Some(s)) => {
-            let ok = task_survives(t, &s.history);
-            out.push(check(
-                "task_kept",
-                ok,
-                if ok {
-                    "the last real user request is in the accepted request".into()
-                } else {
-                    "the last real user request is missing from the accepted request".into()
-                },
-            ));
-        }
+    match run.sent.iter().rev().find(|s| s.accepted) {
+        Some(s) if run.task.is_some() => out.push(check(
+            "task_kept",
+            s.task_kept,
+            if s.task_kept {
+                "the last real user request is in the accepted request".into()
+            } else {
+                "the last real user request is missing from the accepted request".into()
+            },
+        )),
         _ => out.push(check("task_kept", true, "no accepted request".into())),
     }
     // 3. Pairing valid in every request.
     let bad: Vec<usize> =
-        run.sent.iter().enumerate().filter(|(_, s)| !pairing::is_valid(&s.history)).map(|(i, _)| i).collect();
+        run.sent.iter().enumerate().filter(|(_, s)| !s.pairing_ok).map(|(i, _)| i).collect();
     out.push(check(
         "pairing",
         bad.is_empty(),
@@ -102,26 +95,22 @@ pub fn run_checks(capture: &Capture, run: &Run, journal: &Journal, max_attempts:
     // 4. Every marker resolves, with verified bytes.
     let clock = SystemClock;
     let ccr = Ccr::new(journal.conn(), &clock);
-    let mut markers = 0;
+    let mut all: Vec<&str> = run.sent.iter().flat_map(|s| s.markers.iter().map(String::as_str)).collect();
+    all.sort_unstable();
+    all.dedup();
     let mut missing = Vec::new();
-    for s in &run.sent {
-        for m in &s.history {
-            for k in find_markers(&m.content) {
-                markers += 1;
-                match ccr.get(k) {
-                    Ok(bytes) if CcrKey::of(&bytes).short() == k => {}
-                    Ok(_) => missing.push(format!("{k} (bytes do not hash to the key)")),
-                    Err(e) => missing.push(format!("{k} ({e})")),
-                }
-            }
+    for k in &all {
+        match ccr.get(k) {
+            Ok(bytes) if CcrKey::of(&bytes).short() == *k => {}
+            Ok(_) => missing.push(format!("{k} (bytes do not hash to the key)")),
+            Err(e) => missing.push(format!("{k} ({e})")),
         }
     }
-    missing.dedup();
     out.push(check(
         "markers",
         missing.is_empty(),
         if missing.is_empty() {
-            format!("{markers} marker(s) resolve")
+            format!("{} marker(s) resolve", all.len())
         } else {
             format!("unresolved: {}", missing.join(", "))
         },
@@ -130,7 +119,7 @@ pub fn run_checks(capture: &Capture, run: &Run, journal: &Journal, max_attempts:
     let mut problems = Vec::new();
     for (seq, before) in &run.rewrites {
         match journal.view_at(&run.session, seq - 1) {
-            Ok(v) if &v.history == before => {}
+            Ok(v) if &crate::driver::history_digest(&v.history) == before => {}
             Ok(_) => problems.push(format!("restore before event {seq} differs from the driver's copy")),
             Err(e) => problems.push(format!("restore before event {seq}: {e}")),
         }

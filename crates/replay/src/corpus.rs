@@ -150,6 +150,9 @@ pub fn run_all(
     rung3_keep: usize,
 ) -> Result<Vec<CaptureReport>, String> {
     let started = chrono::Utc::now();
+    // Largest first, so one big capture does not finish last on a single thread.
+    let mut order: Vec<usize> = (0..captures.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(salvage_types::history_weight(&captures[i].1.history)));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<Vec<Option<Result<CaptureReport, String>>>> =
@@ -176,10 +179,8 @@ pub fn run_all(
                     }
                 };
                 loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    if i >= captures.len() {
-                        break;
-                    }
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(&i) = order.get(k) else { break };
                     let Some(j) = journal.as_mut() else { break };
                     let (file, capture) = &captures[i];
                     let session = format!("{}@{}-{i}", capture.id, started.format("%Y%m%dT%H%M%S%.3fZ"));

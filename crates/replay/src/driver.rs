@@ -1,7 +1,7 @@
 //! The turn driver: the order of `behavior.md` section 11 for a capture's failing turn, using
 //! the recovery core and the compaction pipeline, with every step journaled.
 
-use crate::upstream::{count_tokens, Answer, Rejection, Simulated};
+use crate::upstream::{Answer, Rejection, Simulated};
 use chrono::{DateTime, Duration, Utc};
 use salvage_ccr::{Ccr, Clock};
 use salvage_journal::{HistoryChange, Journal, JournalError, NewEvent};
@@ -44,8 +44,12 @@ pub struct Sent {
     pub real_tokens: Option<u64>,
     /// Accepted.
     pub accepted: bool,
-    /// The history sent.
-    pub history: Vec<Message>,
+    /// Pairing was valid in the request.
+    pub pairing_ok: bool,
+    /// The canonical markers in the request (short keys, distinct).
+    pub markers: Vec<String>,
+    /// The task (the input's last real user request) was in the request.
+    pub task_kept: bool,
 }
 
 /// Everything a run observed; the checks read it.
@@ -65,8 +69,8 @@ pub struct Run {
     pub first_class: Option<(ErrorClass, bool)>,
     /// The class of the captured failure.
     pub captured_class: Option<ErrorClass>,
-    /// `(event seq, history before it)` for every rewrite.
-    pub rewrites: Vec<(u64, Vec<Message>)>,
+    /// `(event seq, BLAKE3 of the JSON of the history before it)` for every rewrite.
+    pub rewrites: Vec<(u64, [u8; 32])>,
     /// Seqs of compactions that were skipped.
     pub skipped_compactions: Vec<u64>,
     /// The compaction state the run kept.
@@ -160,9 +164,11 @@ impl Driver<'_> {
 
     /// Journals a rewrite of the live history, remembering the history before it.
     fn rewrite(&mut self, body: EventBody, new: Vec<Message>, blobs: Vec<CcrKey>) -> Result<(), ReplayError> {
-        let before = std::mem::replace(&mut self.run.history, new.clone());
+        let changed = new != self.run.history;
+        let before = history_digest(&self.run.history);
+        self.run.history = new.clone();
         let seq = self.log(body, HistoryChange::Set(new), blobs)?;
-        if before != self.run.history {
+        if changed {
             self.run.rewrites.push((seq, before));
         }
         Ok(())
@@ -194,7 +200,14 @@ pub fn body_bytes(capture: &Capture, history: &[Message], max_tokens: u64, edits
             o.insert("context_management".into(), field);
         }
     }
-    serde_json::to_vec(&body).map(|b| b.len() as u64).unwrap_or(0)
+    salvage_types::weight::compact_json_len(&body)
+}
+
+/// BLAKE3 of a history's JSON: the rewind check compares restores by it, byte for byte.
+pub fn history_digest(h: &[Message]) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    let _ = serde_json::to_writer(&mut hasher, h);
+    *hasher.finalize().as_bytes()
 }
 
 fn failure_is_empty(c: &Capture) -> bool {
@@ -410,6 +423,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
                     message: capture.failure.message.clone(),
                     transport: capture.failure.transport.clone(),
                     rejected_bytes: capture.failure.rejected_request_bytes,
+                    counted_tokens: None,
                 }),
                 false,
             ),
@@ -417,8 +431,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
         };
         let real_tokens = match &answer {
             Answer::Accepted(r) => Some(r.input_tokens),
-            Answer::Rejected(r) if r.status == Some(400) => Some(count_tokens(&outgoing)),
-            Answer::Rejected(_) => None,
+            Answer::Rejected(r) => r.counted_tokens,
         };
         let accepted = matches!(answer, Answer::Accepted(_));
         d.log(
@@ -433,13 +446,25 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
             HistoryChange::None,
             Vec::new(),
         )?;
+        let mut markers: Vec<String> = Vec::new();
+        for m in &outgoing {
+            for k in salvage_types::ccr_key::find_markers(&m.content) {
+                if !markers.iter().any(|x| x == k) {
+                    markers.push(k.to_string());
+                }
+            }
+        }
+        let task_kept =
+            d.run.task.as_ref().is_none_or(|t| salvage_recovery::task::task_survives(t, &outgoing));
         d.run.sent.push(Sent {
             attempt,
             bytes,
             estimated_tokens: estimated,
             real_tokens,
             accepted,
-            history: outgoing.clone(),
+            pairing_ok: pairing::is_valid(&outgoing),
+            markers,
+            task_kept,
         });
         match answer {
             Answer::Rejected(r) => {

@@ -11,4 +11,5 @@
 pub mod checks;
 pub mod corpus;
 pub mod driver;
+pub mod synth;
 pub mod upstream;

@@ -27,6 +27,8 @@ pub struct Rejection {
     pub transport: Option<String>,
     /// The rejected size, when the upstream annotates it.
     pub rejected_bytes: Option<u64>,
+    /// Tokens the provider counted, when it got that far.
+    pub counted_tokens: Option<u64>,
 }
 
 /// An accepted request's reply.
@@ -47,9 +49,24 @@ pub struct Reply {
 /// Counts tokens of a history with the real `o200k_base` BPE: message text, tool-call names and
 /// arguments, plus a small per-message overhead as chat formats add.
 pub fn count_tokens(history: &[Message]) -> u64 {
+    count_tokens_until(history, u64::MAX).0
+}
+
+/// Counts tokens, stopping once the count passes `limit`: returns `(count, exact)`. When it
+/// stops early the rest is extrapolated from the tokens per byte seen so far (the verdict —
+/// over the window — is exact; only the number in the error text is an estimate).
+pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
     let bpe = tiktoken_rs::o200k_base_singleton();
     let mut n = 0u64;
+    let mut seen_bytes = 0u64;
+    let total_bytes: u64 = history.iter().map(|m| m.content.len() as u64 + 64).sum();
     for m in history {
+        if n > limit {
+            let rest = total_bytes.saturating_sub(seen_bytes);
+            let per_byte = n as f64 / seen_bytes.max(1) as f64;
+            return (n + (rest as f64 * per_byte) as u64, false);
+        }
+        seen_bytes += m.content.len() as u64 + 64;
         n += 4 + bpe.encode_ordinary(&m.content).len() as u64;
         for c in &m.tool_calls {
             n += bpe.encode_ordinary(&c.name).len() as u64
@@ -62,7 +79,7 @@ pub fn count_tokens(history: &[Message]) -> u64 {
         }
         n += 85 * m.images.len() as u64;
     }
-    n
+    (n, true)
 }
 
 /// The wording of an overflow, per provider.
@@ -92,7 +109,7 @@ pub fn gateway_rejection(style: RejectStyle, size: u64, annotate: bool) -> Rejec
         RejectStyle::ConnectionReset => (None, "read tcp 127.0.0.1:51234->127.0.0.1:443: read: connection reset by peer".to_string(), Some("connection reset by peer".to_string())),
         RejectStyle::Eof => (None, "unexpected EOF".to_string(), Some("unexpected EOF".to_string())),
     };
-    Rejection { status, message, transport, rejected_bytes }
+    Rejection { status, message, transport, rejected_bytes, counted_tokens: None }
 }
 
 /// The simulated upstream of one capture.
@@ -132,7 +149,14 @@ impl Simulated {
                 }
             }
         }
-        let tokens = count_tokens(history);
+        let window = self.spec.model.as_ref().and_then(|m| m.context_window_tokens);
+        let edit_trigger = self.edits.as_ref().map(|e| e.trigger_input_tokens);
+        // Counting can stop past the window unless context editing may clear part of it.
+        let limit = match (window, edit_trigger) {
+            (Some(w), None) => w,
+            _ => u64::MAX,
+        };
+        let (tokens, _) = count_tokens_until(history, limit);
         let (mut effective, mut cleared_uses, mut cleared_tokens) = (tokens, 0, 0);
         if let Some(e) = &self.edits {
             let n = salvage_recovery::context_edit::tool_uses_to_clear(history, e, tokens);
@@ -162,6 +186,7 @@ impl Simulated {
                         message,
                         transport: None,
                         rejected_bytes: None,
+                        counted_tokens: Some(effective),
                     });
                 }
             }

@@ -4,6 +4,7 @@ pub mod apply;
 pub mod ccr;
 pub mod classify;
 pub mod config;
+pub mod generate;
 pub mod import;
 pub mod journal;
 pub mod recall;

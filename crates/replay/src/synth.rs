@@ -1,5 +1,6 @@
-//! Deterministic realistic data: prose, source code, JSON tool output and logs, from a seed.
-//! Not repeated strings, which compress unrealistically well.
+//! Deterministic realistic synthetic data for benchmarks and large captures: prose, source code,
+//! JSON tool output and logs from a seed (not repeated strings, which compress unrealistically
+//! well), agent sessions of any size, and captures built from them.
 
 /// A small xorshift generator (deterministic across platforms).
 pub struct Rng(u64);
@@ -11,7 +12,7 @@ impl Rng {
     }
 
     /// The next value.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -22,7 +23,7 @@ impl Rng {
 
     /// A value below `n`.
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
@@ -135,7 +136,7 @@ fn code(r: &mut Rng, out: &mut String) {
 fn json(r: &mut Rng, out: &mut String) {
     out.push_str(&format!(
         "{{\"id\": \"{:016x}\", \"path\": \"src/{}/{}.rs\", \"line\": {}, \"status\": \"{}\", \"bytes\": {}, \"message\": \"{} {} {}\"}}\n",
-        r.next(),
+        r.next_u64(),
         r.pick(IDENTS),
         r.pick(IDENTS),
         r.below(5000),
@@ -160,7 +161,7 @@ fn log(r: &mut Rng, out: &mut String) {
         r.pick(WORDS),
         r.pick(WORDS),
         r.pick(WORDS),
-        r.next() as u32,
+        r.next_u64() as u32,
         r.below(3000)
     ));
 }
@@ -216,12 +217,12 @@ pub fn agent_history(bytes: usize, seed: u64) -> Vec<salvage_types::Message> {
     while total < bytes {
         match r.below(6) {
             0 => {
-                let m = Message::user(text(Kind::Prose, 80 + r.below(600), r.next()));
+                let m = Message::user(text(Kind::Prose, 80 + r.below(600), r.next_u64()));
                 total += m.content.len();
                 h.push(m);
             }
             1 | 2 => {
-                let m = Message::assistant(text(Kind::Prose, 200 + r.below(3_000), r.next()));
+                let m = Message::assistant(text(Kind::Prose, 200 + r.below(3_000), r.next_u64()));
                 total += m.content.len();
                 h.push(m);
             }
@@ -241,7 +242,7 @@ pub fn agent_history(bytes: usize, seed: u64) -> Vec<salvage_types::Message> {
                         name: ["read_file", "run_command", "grep"][r.below(3)].into(),
                         arguments: serde_json::json!({"path": format!("src/{}.rs", r.below(500)), "offset": r.below(900)}),
                     });
-                    results.push(Message::tool(id, text(kind, size, r.next())));
+                    results.push(Message::tool(id, text(kind, size, r.next_u64())));
                 }
                 total += 60 * n;
                 h.push(a);
@@ -253,4 +254,52 @@ pub fn agent_history(bytes: usize, seed: u64) -> Vec<salvage_types::Message> {
         }
     }
     h
+}
+
+/// A synthetic capture of about `bytes` of history: an agent session that a gateway with a
+/// `max_body_bytes` cap of a quarter of its size rejects in `style`.
+pub fn large_capture(
+    bytes: usize,
+    seed: u64,
+    style: salvage_types::capture::RejectStyle,
+) -> salvage_types::Capture {
+    use salvage_types::capture::*;
+    let history = agent_history(bytes, seed);
+    let cap = (bytes as u64 / 4).max(64 * 1024);
+    Capture {
+        format: CAPTURE_FORMAT.to_string(),
+        id: format!("synthetic-{}mb-{seed}", bytes >> 20),
+        title: Some(format!(
+            "synthetic {} agent session rejected by a {} gateway",
+            salvage_types::format_bytes(bytes as u64),
+            style.as_str()
+        )),
+        client: Some(ClientInfo { name: "salvage".into(), surface: Some("agent".into()) }),
+        provider: Some("anthropic".into()),
+        model: Some("claude-sonnet-4-5".into()),
+        settings: [("CHATCLI_CONTEXT_WINDOW".to_string(), "4000000".to_string())].into(),
+        history,
+        failure: Failure {
+            status: None,
+            message: String::new(),
+            transport: None,
+            rejected_request_bytes: None,
+        },
+        upstream: Upstream {
+            gateway: Some(Gateway {
+                max_body_bytes: Some(cap),
+                rejects_with: style,
+                reports_request_size: true,
+            }),
+            model: Some(ModelSpec {
+                context_window_tokens: Some(200_000),
+                overflow_style: Some(OverflowStyle::Anthropic),
+                max_output_tokens: None,
+            }),
+            context_editing: None,
+            responses: Vec::new(),
+        },
+        recorded: Recorded::default(),
+        expect: None,
+    }
 }
