@@ -30,7 +30,7 @@ pub const SNAPSHOT_EVERY: u64 = 64;
 /// one) so that writing snapshots costs O(1) per event amortized while a restore folds at most
 /// that many small deltas.
 pub fn snapshot_interval(len: usize) -> u64 {
-    (len as u64 / 8).max(SNAPSHOT_EVERY).next_power_of_two()
+    (len as u64 / 16).max(SNAPSHOT_EVERY).next_power_of_two()
 }
 
 /// Messages whose JSON is larger than this are stored in CCR.

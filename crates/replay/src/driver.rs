@@ -545,48 +545,52 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
                         }
                     }
                 }
-                if attempt >= config.max_recovery_attempts {
-                    d.run.outcome = Outcome::Exhausted;
-                    d.run.messages.push(format!("✖ Recovery attempts exhausted ({attempt})"));
-                    break;
-                }
-                attempt += 1;
-                d.run.attempts = attempt;
                 d.run
                     .messages
                     .push(format!("⚠ Recoverable failure ({}) — compacting and retrying", c.describe()));
-                let rung = Rung::for_attempt(attempt);
-                if rung == Rung::Aggressive {
-                    session.tool_budget_halved = true;
-                }
-                let payload_budget = budget(info.context_window, ratio, cpt, session.cap);
-                let (o, keys) = {
-                    let mut ctx = RungContext {
-                        archiver: Archiver::new(Some(&mut d.mem as &mut dyn Archive)),
-                        keep: config.emergency_keep_messages,
-                        limits,
-                        payload_budget: Some(payload_budget),
-                        rung3_keep: opts.rung3_keep,
+                // Climb the ladder; a rung that changes nothing is reported as a no-op and the next
+                // attempt follows at once (an identical request is never re-sent).
+                let mut exhausted = false;
+                loop {
+                    if attempt >= config.max_recovery_attempts {
+                        exhausted = true;
+                        break;
+                    }
+                    attempt += 1;
+                    d.run.attempts = attempt;
+                    let rung = Rung::for_attempt(attempt);
+                    if rung == Rung::Aggressive {
+                        session.tool_budget_halved = true;
+                    }
+                    let payload_budget = budget(info.context_window, ratio, cpt, session.cap);
+                    let (o, keys) = {
+                        let mut ctx = RungContext {
+                            archiver: Archiver::new(Some(&mut d.mem as &mut dyn Archive)),
+                            keep: config.emergency_keep_messages,
+                            limits,
+                            payload_budget: Some(payload_budget),
+                            rung3_keep: opts.rung3_keep,
+                        };
+                        let o = ladder::apply(rung, &d.run.history, &mut ctx)
+                            .map_err(|e| ReplayError::Archive(e.0))?;
+                        (o, ctx.archiver.keys)
                     };
-                    let o = ladder::apply(rung, &d.run.history, &mut ctx)
-                        .map_err(|e| ReplayError::Archive(e.0))?;
-                    (o, ctx.archiver.keys)
-                };
-                let rep = &o.report;
-                let body = EventBody::RecoveryAttempt {
-                    attempt,
-                    rung: rep.rung,
-                    outcome: if rep.no_op { StepOutcome::Skipped } else { StepOutcome::Applied },
-                    before_bytes: rep.before_bytes,
-                    after_bytes: rep.after_bytes,
-                    before_messages: rep.before_messages as u64,
-                    after_messages: rep.after_messages as u64,
-                    archived: rep.archived.clone(),
-                };
-                d.run.messages.push(rep.summary());
-                if rep.no_op {
-                    d.log(body, HistoryChange::None, keys)?;
-                } else {
+                    let rep = &o.report;
+                    let body = EventBody::RecoveryAttempt {
+                        attempt,
+                        rung: rep.rung,
+                        outcome: if rep.no_op { StepOutcome::Skipped } else { StepOutcome::Applied },
+                        before_bytes: rep.before_bytes,
+                        after_bytes: rep.after_bytes,
+                        before_messages: rep.before_messages as u64,
+                        after_messages: rep.after_messages as u64,
+                        archived: rep.archived.clone(),
+                    };
+                    d.run.messages.push(rep.summary());
+                    if rep.no_op {
+                        d.log(body, HistoryChange::None, keys)?;
+                        continue;
+                    }
                     d.run.rung = Some(rep.rung);
                     d.rewrite(body, o.history.clone(), keys)?;
                     if c.path == Some(RecoveryPath::Payload)
@@ -597,6 +601,12 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
                         d.run.notices += 1;
                         d.append(EventBody::NoticeInjected {}, vec![payload::notice_message()])?;
                     }
+                    break;
+                }
+                if exhausted {
+                    d.run.outcome = Outcome::Exhausted;
+                    d.run.messages.push(format!("✖ Recovery attempts exhausted ({attempt})"));
+                    break;
                 }
             }
             Answer::Accepted(reply) => {
