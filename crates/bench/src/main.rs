@@ -5,7 +5,9 @@ mod ccr;
 mod harness;
 mod journal;
 mod ladder;
+mod peer;
 mod replay;
+mod scaling;
 
 use clap::Parser;
 use serde_json::json;
@@ -23,6 +25,9 @@ struct Args {
     /// Only workloads whose name contains this.
     #[arg(long)]
     only: Option<String>,
+    /// The salvage side of bench/peers/: time journal append+restore and rung 2 on a history file.
+    #[arg(long, value_name = "HISTORY_JSON")]
+    peer: Option<std::path::PathBuf>,
     /// Internal: the child process of the peak-memory workload.
     #[arg(long, hide = true)]
     child_peak: Option<std::path::PathBuf>,
@@ -93,6 +98,9 @@ pub struct Plan {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(f) = &args.peer {
+        return peer::run(f);
+    }
     if let Some(f) = &args.child_peak {
         return replay::child_peak(f);
     }
@@ -113,6 +121,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wanted("pipeline") || wanted("compaction") {
         rows.extend(ladder::pipeline(&plan)?);
+    }
+    if wanted("scaling") {
+        rows.extend(scaling::run(&plan)?);
     }
     if args.json {
         let results: Vec<_> = rows

@@ -1,0 +1,233 @@
+//! Scaling curves: the ladder, the pipeline and replay against history size (1–50 MB), and
+//! restore against session length (1k–100k events). A curve fails when it grows worse than
+//! linearly (the cost ratio of the largest to the smallest point over the size ratio, with 25 %
+//! slack for noise). Each curve is rendered as an SVG plot into `target/bench/`.
+
+use crate::harness::time;
+use crate::{Plan, Row};
+use chrono::{TimeZone, Utc};
+use salvage_journal::{HistoryChange, Journal, NewEvent};
+use salvage_recovery::archive::Archiver;
+use salvage_recovery::ladder::{self, Rung, RungContext};
+use salvage_recovery::tool_budget::Limits;
+use salvage_replay::synth::{agent_history, large_capture};
+use salvage_types::event::EventBody;
+use salvage_types::Message;
+use std::path::Path;
+
+/// One curve: `(size, seconds)` points.
+struct Curve {
+    name: &'static str,
+    unit: &'static str,
+    points: Vec<(f64, f64)>,
+}
+
+impl Curve {
+    /// (cost ratio largest/smallest) / (size ratio): 1 is linear.
+    fn growth(&self) -> f64 {
+        let (Some(a), Some(b)) = (self.points.first(), self.points.last()) else { return 1.0 };
+        (b.1 / a.1.max(1e-12)) / (b.0 / a.0.max(1e-12))
+    }
+}
+
+fn svg(c: &Curve, path: &Path) -> std::io::Result<()> {
+    let (w, h, pad) = (640.0, 400.0, 60.0);
+    let max_x = c.points.iter().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
+    let max_y = c.points.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-12);
+    let sx = |x: f64| pad + x / max_x * (w - 2.0 * pad);
+    let sy = |y: f64| h - pad - y / max_y * (h - 2.0 * pad);
+    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    s += &format!(
+        "<text x=\"{pad}\" y=\"24\" font-size=\"15\">{} — growth {:.2} (1 = linear)</text>\n",
+        c.name,
+        c.growth()
+    );
+    s += &format!("<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{}\" stroke=\"black\"/>\n", h - pad, w - pad, h - pad, h - pad);
+    // The linear reference through the first point.
+    if let Some(&(x0, y0)) = c.points.first() {
+        let y1 = y0 * max_x / x0.max(1e-12);
+        s += &format!(
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#bbb\" stroke-dasharray=\"4\"/>\n",
+            sx(x0),
+            sy(y0),
+            sx(max_x),
+            sy(y1.min(max_y * 1.5))
+        );
+    }
+    let pts: Vec<String> = c.points.iter().map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y))).collect();
+    s += &format!(
+        "<polyline fill=\"none\" stroke=\"#1f6feb\" stroke-width=\"2\" points=\"{}\"/>\n",
+        pts.join(" ")
+    );
+    for (x, y) in &c.points {
+        s += &format!("<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f6feb\"/><text x=\"{:.1}\" y=\"{:.1}\">{:.1} ms</text>\n", sx(*x), sy(*y), sx(*x) + 4.0, sy(*y) - 6.0, y * 1e3);
+        s += &format!(
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{x}</text>\n",
+            sx(*x),
+            h - pad + 18.0
+        );
+    }
+    s += &format!(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n</svg>\n",
+        w / 2.0,
+        h - 12.0,
+        c.unit
+    );
+    std::fs::write(path, s)
+}
+
+fn ts(n: u64) -> chrono::DateTime<Utc> {
+    Utc.timestamp_millis_opt(1_764_000_000_000 + i64::try_from(n).unwrap_or(0)).single().unwrap_or_default()
+}
+
+/// Runs the curves and writes the plots.
+pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
+    let sizes: &[usize] = if plan.scale < 1.0 { &[1, 5, 10] } else { &[1, 5, 10, 25, 50] };
+    let mut curves = Vec::new();
+    let mut ladder_c = Curve { name: "rung 3 with shrink", unit: "history MB", points: vec![] };
+    let mut pipe_c = Curve {
+        name: "compaction pipeline (microcompact, trim, level 3)",
+        unit: "history MB",
+        points: vec![],
+    };
+    let mut replay_c = Curve { name: "replay of a synthetic capture", unit: "history MB", points: vec![] };
+    for &mb in sizes {
+        let h: Vec<Message> = agent_history(mb << 20, 90 + mb as u64);
+        let t = time(plan.rounds.min(5), || {
+            let mut ctx = RungContext {
+                archiver: Archiver::new(None),
+                keep: 10,
+                limits: Limits { per_result: 20_000, per_turn: 200_000 },
+                payload_budget: Some(90 * 1024),
+                rung3_keep: ladder::RUNG3_KEEP,
+            };
+            std::hint::black_box(ladder::apply(Rung::Nuclear, &h, &mut ctx).ok());
+        });
+        ladder_c.points.push((mb as f64, t.as_secs_f64()));
+        let turn = h.iter().filter(|m| m.role == salvage_types::Role::Assistant).count() as u32;
+        let t = time(plan.rounds.min(3), || {
+            use salvage_recovery::compaction::{
+                compact, CompactionState, Io, NoHooks, NoMemory, Plan as CPlan,
+            };
+            let lookup = |_: &str| None;
+            let Ok((m, _)) = salvage_recovery::microcompact::microcompact(
+                &h,
+                turn,
+                salvage_recovery::microcompact::Ages { truncate: 2, summarize: 4 },
+                &mut Archiver::new(None),
+                &lookup,
+            ) else {
+                return;
+            };
+            let mut state = CompactionState { backoff: 1, ..CompactionState::default() };
+            let cancel = salvage_recovery::summarizer::Cancel::new();
+            let mut status = |_: salvage_recovery::compaction::Phase, _: &str| {};
+            let mut s = salvage_recovery::summarizer::Builtin;
+            let mut io = Io {
+                archiver: Archiver::new(None),
+                lookup: &lookup,
+                summarizer: &mut s,
+                hooks: &mut NoHooks,
+                memory: &mut NoMemory,
+                status: &mut status,
+                cancel: &cancel,
+            };
+            std::hint::black_box(
+                compact(
+                    &m,
+                    &CPlan {
+                        budget: 400_000,
+                        trigger: salvage_types::event::Trigger::Auto,
+                        min_keep_recent: 6,
+                        summarizer_window_chars: 800_000,
+                    },
+                    &mut state,
+                    &mut io,
+                )
+                .ok(),
+            );
+        });
+        pipe_c.points.push((mb as f64, t.as_secs_f64()));
+        let capture = large_capture(mb << 20, 300 + mb as u64, salvage_types::capture::RejectStyle::Http413);
+        let t = time(1, || {
+            let mut j = match Journal::in_memory() {
+                Ok(j) => j,
+                Err(_) => return,
+            };
+            let mut s = salvage_recovery::summarizer::Builtin;
+            let opts = salvage_replay::driver::Options {
+                summarizer: &mut s,
+                hooks: &mut salvage_recovery::compaction::NoHooks,
+                start: ts(0),
+                session: "s".into(),
+                rung3_keep: ladder::RUNG3_KEEP,
+            };
+            std::hint::black_box(salvage_replay::driver::replay(&capture, &mut j, opts).ok());
+        });
+        replay_c.points.push((mb as f64, t.as_secs_f64()));
+    }
+    curves.push(ladder_c);
+    curves.push(pipe_c);
+    curves.push(replay_c);
+    // Restore against session length.
+    let lengths: &[u64] = if plan.scale < 1.0 { &[1_000, 10_000] } else { &[1_000, 10_000, 100_000] };
+    let mut restore_c = Curve { name: "restore at the last event", unit: "session events", points: vec![] };
+    for &n in lengths {
+        let mut j = Journal::in_memory()?;
+        j.start_session("s", "", NewEvent::new("e0", ts(0), EventBody::MessageAppended { count: 0 }))?;
+        let mut batch = Vec::new();
+        for k in 1..n {
+            let e = if k % 10 == 0 && k / 10 <= 1000 {
+                NewEvent::new(format!("e{k}"), ts(k), EventBody::MessageAppended { count: 1 }).with_history(
+                    HistoryChange::Append(vec![Message::user(format!("message {k}: {}", "x".repeat(200)))]),
+                )
+            } else {
+                NewEvent::new(
+                    format!("e{k}"),
+                    ts(k),
+                    EventBody::RequestSent {
+                        attempt: 0,
+                        bytes: k,
+                        estimated_tokens: k,
+                        real_tokens: None,
+                        history_digest: String::new(),
+                        accepted: true,
+                    },
+                )
+            };
+            batch.push(e);
+            if batch.len() == 1000 {
+                j.append("s", None, std::mem::take(&mut batch))?;
+            }
+        }
+        j.append("s", None, batch)?;
+        let store = j;
+        let last = store.version("s")?;
+        // A fresh handle: no in-memory head, the fold starts from the nearest snapshot.
+        let t = time(plan.rounds.min(5), || {
+            std::hint::black_box(store.state_at("s", last - 1).ok());
+        });
+        restore_c.points.push((n as f64, t.as_secs_f64()));
+    }
+    curves.push(restore_c);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    std::fs::create_dir_all(&dir)?;
+    let mut rows = Vec::new();
+    for c in &curves {
+        let file = dir.join(format!(
+            "{}.svg",
+            c.name.split_whitespace().take(3).collect::<Vec<_>>().join("-").replace(['(', ')', ','], "")
+        ));
+        svg(c, &file)?;
+        let detail =
+            c.points.iter().map(|(x, y)| format!("{x}: {:.1} ms", y * 1e3)).collect::<Vec<_>>().join(", ");
+        rows.push(Row::at_most(
+            &format!("scaling: {} (vs {})", c.name, c.unit),
+            "linear growth",
+            c.growth(),
+            1.25,
+            format!("{detail}; plot {}", file.display()),
+        ));
+    }
+    Ok(rows)
+}
