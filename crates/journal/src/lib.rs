@@ -863,10 +863,10 @@ fn load_history(
     let keys: std::rc::Rc<Vec<rusqlite::types::Value>> =
         std::rc::Rc::new(unique.iter().map(|h| rusqlite::types::Value::Blob(h.to_vec())).collect());
     let mut st = conn
-        .prepare_cached("SELECT hash, body, ccr_key FROM messages WHERE hash IN rarray(?1)")
+        .prepare_cached("SELECT m.hash, m.body, m.ccr_key FROM rarray(?1) AS k CROSS JOIN messages AS m ON m.hash = k.value")
         .map_err(sql("restore"))?;
     let mut rows = st.query([keys]).map_err(sql("restore"))?;
-    let mut decoded: HashMap<MsgHash, Message> = HashMap::with_capacity(unique.len());
+    let mut fetched: Vec<(MsgHash, Vec<u8>)> = Vec::with_capacity(unique.len());
     while let Some(r) = rows.next().map_err(sql("restore"))? {
         let h = to32(&r.get::<_, Vec<u8>>(0).map_err(sql("restore"))?);
         let body: Option<Vec<u8>> = r.get(1).map_err(sql("restore"))?;
@@ -878,12 +878,38 @@ fn load_history(
                 .map_err(|e| corrupt(format!("message {} in CCR: {e}", hex(&h))))?,
             (None, None) => return Err(corrupt(format!("message {} has no content", hex(&h)))),
         };
-        if message_hash(&json) != h {
-            return Err(corrupt(format!("message {} does not match its hash", hex(&h))));
-        }
-        let m: Message = serde_json::from_slice(&json)
-            .map_err(|e| corrupt(format!("message {} does not decode: {e}", hex(&h))))?;
-        decoded.insert(h, m);
+        fetched.push((h, json));
+    }
+    // Verify and decode on every core: restores are latency-sensitive and the rows are independent.
+    let decode = |chunk: &[(MsgHash, Vec<u8>)]| -> Result<Vec<(MsgHash, Message)>, String> {
+        chunk
+            .iter()
+            .map(|(h, json)| {
+                if message_hash(json) != *h {
+                    return Err(format!("message {} does not match its hash", hex(h)));
+                }
+                serde_json::from_slice::<Message>(json)
+                    .map(|m| (*h, m))
+                    .map_err(|e| format!("message {} does not decode: {e}", hex(h)))
+            })
+            .collect()
+    };
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+    let parts: Vec<Result<Vec<(MsgHash, Message)>, String>> = if threads > 1 && fetched.len() >= 128 {
+        let size = fetched.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = fetched.chunks(size).map(|c| s.spawn(move || decode(c))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a decoder thread panicked".into())))
+                .collect()
+        })
+    } else {
+        vec![decode(&fetched)]
+    };
+    let mut decoded: HashMap<MsgHash, Message> = HashMap::with_capacity(unique.len());
+    for p in parts {
+        decoded.extend(p.map_err(corrupt)?);
     }
     // Hand each message over without a copy, cloning only for repeats.
     let mut remaining: HashMap<MsgHash, usize> = HashMap::with_capacity(unique.len());
