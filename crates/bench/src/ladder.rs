@@ -41,7 +41,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         let make =
             if ccr { Row::info } else { |w: &str, b: &str, r: f64, d: String| Row::at_most(w, b, r, 1.0, d) };
         rows.push(make(
-            &label,
+            label,
             "serde_json parse of the history",
             pair.cost_ratio(),
             format!(
@@ -109,7 +109,7 @@ pub fn pipeline(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         let make =
             if ccr { Row::info } else { |w: &str, b: &str, r: f64, d: String| Row::at_most(w, b, r, 2.0, d) };
         rows.push(make(
-            &label,
+            label,
             "serde_json parse of the history",
             pair.cost_ratio(),
             format!(
