@@ -143,3 +143,32 @@ fn help_teaches() {
     let o = salvage(&["import", "--help"], &[]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("Example:"));
 }
+
+#[test]
+fn import_redacts_secrets_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = serde_json::json!({"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "deploy with OPENAI_API_KEY=sk-proj-1234567890abcdefghijABCD"},
+        {"role": "user", "content": "the db is postgres://app:s3cretPassw0rd@db:5432/x and AWS key AKIAIOSFODNN7EXAMPLE"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "http", "arguments": "{\"headers\": {\"Authorization\": \"Bearer abcdefghijklmnopqrstuvwxyz123456\"}}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    ]});
+    let f = dir.path().join("b.json");
+    std::fs::write(&f, body.to_string()).unwrap();
+    let o = salvage(&["import", "--from", "openai", f.to_str().unwrap()], &[]);
+    assert!(o.status.success());
+    let out = String::from_utf8(o.stdout).unwrap();
+    for secret in [
+        "1234567890abcdefghijABCD",
+        "s3cretPassw0rd",
+        "AKIAIOSFODNN7EXAMPLE",
+        "abcdefghijklmnopqrstuvwxyz123456",
+    ] {
+        assert!(!out.contains(secret), "{secret} leaked");
+    }
+    assert!(out.contains("[REDACTED:openai_key:") && out.contains("[REDACTED:bearer_token:"));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("redacted 4 secret(s)"), "{err}");
+    let o = salvage(&["import", "--from", "openai", f.to_str().unwrap(), "--no-redact"], &[]);
+    assert!(String::from_utf8(o.stdout).unwrap().contains("AKIAIOSFODNN7EXAMPLE"));
+}

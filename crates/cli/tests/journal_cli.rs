@@ -133,3 +133,30 @@ fn sessions_log_show_rewind_verify_export() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("session s1 event 3"));
 }
+
+#[test]
+fn export_redacts_secrets_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let ts = Utc.timestamp_millis_opt(1_764_000_000_000).unwrap();
+    let mut j = Journal::open(&db, &Options::default()).unwrap();
+    j.start_session(
+        "s",
+        "",
+        NewEvent::new("e1", ts, EventBody::MessageAppended { count: 1 }).with_history(HistoryChange::Append(
+            vec![Message::user("my key is sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx")],
+        )),
+    )
+    .unwrap();
+    drop(j);
+    for format in ["capture", "jsonl"] {
+        let o = salvage(&db, &["journal", "export", "s", "--format", format]);
+        let out = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            !out.contains("AbCdEfGhIjKlMnOpQrStUvWx") && out.contains("[REDACTED:anthropic_key:"),
+            "{format}: {out}"
+        );
+        let o = salvage(&db, &["journal", "export", "s", "--format", format, "--no-redact"]);
+        assert!(String::from_utf8(o.stdout).unwrap().contains("AbCdEfGhIjKlMnOpQrStUvWx"));
+    }
+}

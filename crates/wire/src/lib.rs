@@ -9,6 +9,7 @@
 pub mod anthropic;
 pub mod chatcli;
 pub mod openai;
+pub mod redact;
 
 use salvage_types::capture::{check_utf8, CaptureError};
 use salvage_types::History;

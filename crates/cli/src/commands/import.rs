@@ -72,6 +72,10 @@ pub struct Args {
     /// Write the capture to this file (atomically) instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// Keep likely secrets (API keys, bearer tokens, AWS keys, private keys, URL passwords); by
+    /// default each is replaced with a stable `[REDACTED:KIND:HASH]` placeholder.
+    #[arg(long)]
+    no_redact: bool,
 }
 
 fn reason_phrase(status: u16) -> &'static str {
@@ -169,6 +173,13 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         recorded: Recorded::default(),
         expect: None,
     };
+    let mut capture = capture;
+    if !args.no_redact {
+        let counts = salvage_wire::redact::redact_capture(&mut capture);
+        if !counts.is_empty() {
+            eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
+        }
+    }
     let text = capture.to_json_pretty();
     match &args.output {
         Some(path) => {

@@ -77,6 +77,9 @@ enum Sub {
         /// Write to this file (atomically) instead of stdout.
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// Keep likely secrets instead of replacing them with `[REDACTED:KIND:HASH]` placeholders.
+        #[arg(long)]
+        no_redact: bool,
     },
 }
 
@@ -186,12 +189,25 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 )));
             }
         }
-        Sub::Export { session, format, output } => {
+        Sub::Export { session, format, output, no_redact } => {
+            let mut counts = salvage_wire::redact::Counts::new();
             let text = if format == "jsonl" {
-                j.export_jsonl(&session).map_err(problem)?
+                let raw = j.export_jsonl(&session).map_err(problem)?;
+                if no_redact {
+                    raw
+                } else {
+                    raw.lines().map(|l| salvage_wire::redact::redact_text(l, &mut counts) + "\n").collect()
+                }
             } else {
-                j.export_capture(&session).map_err(problem)?.to_json_pretty()
+                let mut c = j.export_capture(&session).map_err(problem)?;
+                if !no_redact {
+                    counts = salvage_wire::redact::redact_capture(&mut c);
+                }
+                c.to_json_pretty()
             };
+            if !counts.is_empty() {
+                eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
+            }
             match output {
                 Some(p) => write_atomic(&p, text.as_bytes())
                     .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", p.display())))?,
