@@ -30,7 +30,15 @@ impl Journal {
                 break;
             }
             for e in &page {
-                out.push_str(&event_json(e).to_string());
+                let mut line = event_json(e);
+                // Self-contained: the messages a delta inserts travel with it.
+                if let Some(d) = &e.delta {
+                    let hashes: Vec<crate::state::MsgHash> =
+                        d.insert.iter().filter_map(|h| crate::parse_hash(h)).collect();
+                    let msgs = crate::load_messages(self.conn(), session, e.seq, &hashes)?;
+                    line["messages"] = serde_json::json!(msgs);
+                }
+                out.push_str(&line.to_string());
                 out.push('\n');
                 after = e.seq;
             }

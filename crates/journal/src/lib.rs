@@ -926,6 +926,16 @@ fn load_history(
     Ok(out)
 }
 
+/// Loads and verifies the messages with these hashes, in order.
+pub(crate) fn load_messages(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    hashes: &[MsgHash],
+) -> Result<Vec<Message>, JournalError> {
+    load_history(conn, session, seq, hashes)
+}
+
 /// Parses a hex message hash (for tools reading deltas).
 pub fn parse_hash(s: &str) -> Option<MsgHash> {
     unhex(s)
