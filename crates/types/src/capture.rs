@@ -357,6 +357,11 @@ impl CaptureError {
     }
 }
 
+/// Ceiling on one message's weight (64 MiB): no single message can exhaust memory downstream.
+pub const MAX_MESSAGE_BYTES: u64 = 64 << 20;
+/// Ceiling on a history's weight (512 MiB).
+pub const MAX_HISTORY_BYTES: u64 = 512 << 20;
+
 /// Default ceiling on a capture file's size (1 GiB).
 pub const DEFAULT_MAX_CAPTURE_BYTES: u64 = 1 << 30;
 
@@ -433,6 +438,25 @@ pub fn parse_capture(bytes: &[u8], file: &str) -> Result<Capture, CaptureError> 
         #[serde(default)]
         format: Option<serde_json::Value>,
     }
+    check_utf8(bytes, file)?;
+    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+    let found = match first {
+        Some(b'[') => Some("an array"),
+        Some(b'"') => Some("a string"),
+        Some(b'0'..=b'9' | b'-') => Some("a number"),
+        Some(b't' | b'f') => Some("a boolean"),
+        Some(b'n') => Some("null"),
+        _ => None,
+    };
+    if let Some(found) = found {
+        if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
+            return Err(CaptureError::Field {
+                file: file.to_string(),
+                path: "(top level)".into(),
+                problem: format!("a capture is a JSON object, found {found}"),
+            });
+        }
+    }
     let probe: Probe = from_json_bytes(bytes, file).map_err(|e| match e {
         CaptureError::Field { file, path, problem } if path == "(top level)" => {
             CaptureError::Field { file, path, problem: format!("{problem} (a capture is a JSON object)") }
@@ -472,6 +496,39 @@ impl Capture {
         }
         if self.history.is_empty() {
             return Err(field("history", "is empty: a capture needs the history of the rejected request"));
+        }
+        let mut total: u64 = 0;
+        for (i, m) in self.history.iter().enumerate() {
+            if m.role == crate::message::Role::Tool
+                && m.tool_call_id.as_deref().is_none_or(|id| id.trim().is_empty())
+            {
+                return Err(field(
+                    &format!("history[{i}].tool_call_id"),
+                    "a tool result must name the call it answers",
+                ));
+            }
+            let w = crate::weight::message_weight(m);
+            if w > MAX_MESSAGE_BYTES {
+                return Err(field(
+                    &format!("history[{i}]"),
+                    &format!(
+                        "message of {} is over the {} limit for one message",
+                        crate::format_bytes(w),
+                        crate::format_bytes(MAX_MESSAGE_BYTES)
+                    ),
+                ));
+            }
+            total = total.saturating_add(w);
+        }
+        if total > MAX_HISTORY_BYTES {
+            return Err(field(
+                "history",
+                &format!(
+                    "{} of history is over the {} limit",
+                    crate::format_bytes(total),
+                    crate::format_bytes(MAX_HISTORY_BYTES)
+                ),
+            ));
         }
         Ok(())
     }

@@ -1,0 +1,65 @@
+//! Every file in `testdata/bad/` is refused by `salvage replay FILE` with exit code 2 and the one
+//! error line kept in `testdata/bad.expected.json`; a 200 MB message is refused by the ceiling.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn refuse(file: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_salvage"))
+        .arg("replay")
+        .arg(file)
+        .current_dir(dir.path())
+        .env_remove("SALVAGE_DB")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}: {}", file.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.is_empty(), "{}: nothing on stdout", file.display());
+    assert!(!dir.path().join(".salvage").exists(), "{}: nothing written", file.display());
+    let err = String::from_utf8(o.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{}: one line: {err}", file.display());
+    lines[0].to_string()
+}
+
+#[test]
+fn every_bad_input_is_refused_with_its_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let expected: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(root.join("bad.expected.json")).unwrap()).unwrap();
+    let on_disk: Vec<String> = std::fs::read_dir(root.join("bad"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert!(on_disk.len() >= 40, "{} bad inputs", on_disk.len());
+    for name in &on_disk {
+        assert!(expected.contains_key(name), "{name} has an expected line");
+    }
+    for (name, want) in &expected {
+        let file = root.join("bad").join(name);
+        let line = refuse(&file);
+        assert_eq!(line, format!("salvage: error: {}: {}", file.display(), want.as_str().unwrap()), "{name}");
+    }
+}
+
+#[test]
+fn a_200_mb_message_is_refused_by_the_ceiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("huge.json");
+    let mut body = String::with_capacity(210 << 20);
+    body.push_str(
+        r#"{"format":"salvage.capture/1","id":"huge","failure":{},"history":[{"role":"user","content":""#,
+    );
+    body.push_str(&"x".repeat(200 << 20));
+    body.push_str(r#""}]}"#);
+    std::fs::write(&f, body).unwrap();
+    let line = refuse(&f);
+    assert!(
+        line.ends_with("history[0]: message of 200.0 MB is over the 64.0 MB limit for one message"),
+        "{line}"
+    );
+}
