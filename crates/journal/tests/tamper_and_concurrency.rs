@@ -220,3 +220,36 @@ fn a_killed_writer_leaves_every_committed_event_intact() {
     }
     assert!(committed > 5, "the writer made progress ({committed})");
 }
+
+#[test]
+fn a_truncated_database_is_detected_never_read_as_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.db");
+    build(&p, 400);
+    // Checkpoint everything into the main file, then cut it in half.
+    sqlite3(&p, "PRAGMA wal_checkpoint(TRUNCATE);");
+    let len = std::fs::metadata(&p).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(len / 2).unwrap();
+    drop(f);
+    let _ = std::fs::remove_file(p.with_extension("db-wal"));
+    match Journal::open(&p, &Options::default()) {
+        Err(e) => assert!(e.to_string().contains("t.db"), "the error names the file: {e}"),
+        Ok(j) => {
+            // Whatever opens must not pass as intact: verify or the reads report the damage.
+            let verdict = j.verify(None);
+            let damaged = match verdict {
+                Err(e) => {
+                    assert!(!e.to_string().is_empty());
+                    true
+                }
+                Ok(r) => {
+                    !r.bad.is_empty()
+                        || j.head("s").is_err()
+                        || j.version("s").map(|v| v < 400).unwrap_or(true)
+                }
+            };
+            assert!(damaged, "a truncated file must not read as the full journal");
+        }
+    }
+}
