@@ -709,6 +709,16 @@ impl Journal {
             None => self.sessions()?.into_iter().map(|s| s.id).collect(),
         };
         let mut report = VerifyReport::default();
+        // The file's structure first: pages mixed in by a damaged or foreign WAL show here.
+        let problems: Vec<String> = {
+            let mut st = self.conn().prepare("PRAGMA quick_check").map_err(sql("verify"))?;
+            let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(sql("verify"))?;
+            rows.collect::<Result<_, _>>().map_err(sql("verify"))?
+        };
+        if problems.iter().any(|p| p != "ok") {
+            report.bad.push(BadEvent { session: "(database)".into(), seq: 0, problem: format!("SQLite quick_check: {}", problems.join("; ")) });
+            return Ok(report);
+        }
         for id in ids {
             report.sessions += 1;
             let (n, bad) = hash_chain::verify_session(self.conn(), &id)?;
