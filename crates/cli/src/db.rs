@@ -32,3 +32,33 @@ impl DbArgs {
         self.open()
     }
 }
+
+/// The input ceilings from the environment: `SALVAGE_MAX_CAPTURE`, `SALVAGE_MAX_MESSAGE`,
+/// `SALVAGE_MAX_HISTORY`, `SALVAGE_MAX_RECALL` (sizes such as `64MB`).
+pub struct Ceilings {
+    /// Capture ceilings.
+    pub capture: salvage_types::capture::Limits,
+    /// Bytes `salvage recall` prints at most.
+    pub max_recall_bytes: u64,
+}
+
+/// Reads the ceilings; an invalid value is a usage error naming the variable.
+pub fn ceilings(env: &std::collections::BTreeMap<String, String>) -> Result<Ceilings, Failure> {
+    let get = |name: &str, default: u64| -> Result<u64, Failure> {
+        match env.get(name).filter(|v| !v.trim().is_empty()) {
+            None => Ok(default),
+            Some(v) => salvage_types::ByteSize::parse(v)
+                .map(|b| b.0)
+                .ok_or_else(|| Failure::Input(format!("{name}: {v:?} is not a size such as 64MB"))),
+        }
+    };
+    let d = salvage_types::capture::Limits::default();
+    Ok(Ceilings {
+        capture: salvage_types::capture::Limits {
+            max_file_bytes: get("SALVAGE_MAX_CAPTURE", d.max_file_bytes)?,
+            max_message_bytes: get("SALVAGE_MAX_MESSAGE", d.max_message_bytes)?,
+            max_history_bytes: get("SALVAGE_MAX_HISTORY", d.max_history_bytes)?,
+        },
+        max_recall_bytes: get("SALVAGE_MAX_RECALL", 256 << 20)?,
+    })
+}

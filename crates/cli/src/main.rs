@@ -60,7 +60,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => commands::replay::run(a, &env, &mut out),
         Command::Config(a) => commands::config::run(a, &env, &mut out),
         Command::Import(a) => commands::import::run(*a, &env, &mut out),
-        Command::Recall(a) => commands::recall::run(a, &mut out),
+        Command::Recall(a) => commands::recall::run(a, &env, &mut out),
         Command::Ccr(a) => commands::ccr::run(a, &mut out),
         Command::Journal(a) => commands::journal::run(a, &mut out),
         Command::Generate(a) => commands::generate::run(a, &mut out),

@@ -63,3 +63,39 @@ fn a_200_mb_message_is_refused_by_the_ceiling() {
         "{line}"
     );
 }
+
+#[test]
+fn ceilings_are_configurable_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c.json");
+    let c = serde_json::json!({"format": "salvage.capture/1", "id": "c", "failure": {}, "history": [{"role": "user", "content": "x".repeat(4096)}]});
+    std::fs::write(&f, c.to_string()).unwrap();
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_salvage"));
+        cmd.args(args).current_dir(dir.path()).env_remove("SALVAGE_DB").stdin(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let o = run(&[("SALVAGE_MAX_MESSAGE", "1KB")], &["replay", "c.json", "--no-journal"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("c.json: history[0]: message of 4.0 KB is over the 1.0 KB limit"));
+    let o = run(&[("SALVAGE_MAX_HISTORY", "2KB")], &["replay", "c.json", "--no-journal"]);
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("c.json: history: 4.0 KB of history is over the 2.0 KB limit"));
+    let o = run(&[("SALVAGE_MAX_CAPTURE", "100B")], &["replay", "c.json", "--no-journal"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("over the 100-byte limit for a capture"));
+    let o = run(&[("SALVAGE_MAX_MESSAGE", "lots")], &["replay", "c.json", "--no-journal"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("SALVAGE_MAX_MESSAGE: \"lots\" is not a size"));
+    assert!(run(&[], &["replay", "c.json", "--no-journal"]).status.success());
+    std::fs::write(dir.path().join("big.txt"), "y".repeat(5000)).unwrap();
+    let marker = String::from_utf8(run(&[], &["ccr", "put", "big.txt"]).stdout).unwrap();
+    let o = run(&[("SALVAGE_MAX_RECALL", "1KB")], &["recall", marker.trim()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("recall output of 4.9 KB is over the 1.0 KB limit (SALVAGE_MAX_RECALL)"));
+}

@@ -716,7 +716,11 @@ impl Journal {
             rows.collect::<Result<_, _>>().map_err(sql("verify"))?
         };
         if problems.iter().any(|p| p != "ok") {
-            report.bad.push(BadEvent { session: "(database)".into(), seq: 0, problem: format!("SQLite quick_check: {}", problems.join("; ")) });
+            report.bad.push(BadEvent {
+                session: "(database)".into(),
+                seq: 0,
+                problem: format!("SQLite quick_check: {}", problems.join("; ")),
+            });
             return Ok(report);
         }
         for id in ids {

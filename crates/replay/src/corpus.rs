@@ -6,7 +6,7 @@ use salvage_journal::Journal;
 use salvage_recovery::compaction::{Hooks, NoHooks};
 use salvage_recovery::summarizer::Summarizer;
 use salvage_store::{Options as StoreOptions, Store};
-use salvage_types::capture::{read_capture, Capture, CaptureError, Outcome};
+use salvage_types::capture::{Capture, CaptureError, Outcome};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -82,7 +82,18 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 /// Reads every capture first, so a bad file stops the run before any work (exit 2).
 pub fn load_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Capture)>, CaptureError> {
-    files.iter().map(|f| read_capture(f).map(|c| (f.clone(), c))).collect()
+    load_all_with(files, &salvage_types::capture::Limits::default())
+}
+
+/// [`load_all`] under the given ceilings.
+pub fn load_all_with(
+    files: &[PathBuf],
+    limits: &salvage_types::capture::Limits,
+) -> Result<Vec<(PathBuf, Capture)>, CaptureError> {
+    files
+        .iter()
+        .map(|f| salvage_types::capture::read_capture_with(f, limits).map(|c| (f.clone(), c)))
+        .collect()
 }
 
 /// Replays one capture into a journal and checks it.

@@ -357,10 +357,32 @@ impl CaptureError {
     }
 }
 
-/// Ceiling on one message's weight (64 MiB): no single message can exhaust memory downstream.
+/// Default ceiling on one message's weight (64 MiB): no single message can exhaust memory downstream.
 pub const MAX_MESSAGE_BYTES: u64 = 64 << 20;
-/// Ceiling on a history's weight (512 MiB).
+/// Default ceiling on a history's weight (512 MiB).
 pub const MAX_HISTORY_BYTES: u64 = 512 << 20;
+
+/// Ceilings on what a capture may hold (`SALVAGE_MAX_CAPTURE`, `SALVAGE_MAX_MESSAGE`,
+/// `SALVAGE_MAX_HISTORY` at the CLI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The file.
+    pub max_file_bytes: u64,
+    /// One message's weight.
+    pub max_message_bytes: u64,
+    /// The history's weight.
+    pub max_history_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: DEFAULT_MAX_CAPTURE_BYTES,
+            max_message_bytes: MAX_MESSAGE_BYTES,
+            max_history_bytes: MAX_HISTORY_BYTES,
+        }
+    }
+}
 
 /// Default ceiling on a capture file's size (1 GiB).
 pub const DEFAULT_MAX_CAPTURE_BYTES: u64 = 1 << 30;
@@ -372,13 +394,18 @@ pub fn read_capture(path: &Path) -> Result<Capture, CaptureError> {
 
 /// Reads a capture file, refusing files larger than `max_bytes` before reading them.
 pub fn read_capture_limited(path: &Path, max_bytes: u64) -> Result<Capture, CaptureError> {
+    read_capture_with(path, &Limits { max_file_bytes: max_bytes, ..Limits::default() })
+}
+
+/// Reads a capture file under the given ceilings.
+pub fn read_capture_with(path: &Path, limits: &Limits) -> Result<Capture, CaptureError> {
     let file = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|source| CaptureError::Io { file: file.clone(), source })?;
-    if meta.len() > max_bytes {
-        return Err(CaptureError::TooLarge { file, size: meta.len(), limit: max_bytes });
+    if meta.len() > limits.max_file_bytes {
+        return Err(CaptureError::TooLarge { file, size: meta.len(), limit: limits.max_file_bytes });
     }
     let bytes = std::fs::read(path).map_err(|source| CaptureError::Io { file: file.clone(), source })?;
-    parse_capture(&bytes, &file)
+    parse_capture_with(&bytes, &file, limits)
 }
 
 /// Checks that bytes are UTF-8, reporting the first bad byte and its line.
@@ -433,6 +460,11 @@ pub fn from_json_bytes<T: serde::de::DeserializeOwned>(bytes: &[u8], file: &str)
 
 /// Parses and validates capture bytes; `file` names the source in errors.
 pub fn parse_capture(bytes: &[u8], file: &str) -> Result<Capture, CaptureError> {
+    parse_capture_with(bytes, file, &Limits::default())
+}
+
+/// Parses and validates capture bytes under the given ceilings.
+pub fn parse_capture_with(bytes: &[u8], file: &str, limits: &Limits) -> Result<Capture, CaptureError> {
     #[derive(Deserialize)]
     struct Probe {
         #[serde(default)]
@@ -479,13 +511,19 @@ pub fn parse_capture(bytes: &[u8], file: &str) -> Result<Capture, CaptureError> 
         }
     }
     let capture: Capture = from_json_bytes(bytes, file)?;
-    capture.validate(file)?;
+    capture.validate_with(file, limits)?;
     Ok(capture)
 }
 
 impl Capture {
-    /// Checks what the types cannot: a non-empty id and history.
+    /// Checks what the types cannot, under the default ceilings.
     pub fn validate(&self, file: &str) -> Result<(), CaptureError> {
+        self.validate_with(file, &Limits::default())
+    }
+
+    /// Checks what the types cannot: a non-empty id and history, tool results naming their call,
+    /// and the ceilings.
+    pub fn validate_with(&self, file: &str, limits: &Limits) -> Result<(), CaptureError> {
         let field = |path: &str, problem: &str| CaptureError::Field {
             file: file.to_string(),
             path: path.to_string(),
@@ -508,25 +546,25 @@ impl Capture {
                 ));
             }
             let w = crate::weight::message_weight(m);
-            if w > MAX_MESSAGE_BYTES {
+            if w > limits.max_message_bytes {
                 return Err(field(
                     &format!("history[{i}]"),
                     &format!(
                         "message of {} is over the {} limit for one message",
                         crate::format_bytes(w),
-                        crate::format_bytes(MAX_MESSAGE_BYTES)
+                        crate::format_bytes(limits.max_message_bytes)
                     ),
                 ));
             }
             total = total.saturating_add(w);
         }
-        if total > MAX_HISTORY_BYTES {
+        if total > limits.max_history_bytes {
             return Err(field(
                 "history",
                 &format!(
                     "{} of history is over the {} limit",
                     crate::format_bytes(total),
-                    crate::format_bytes(MAX_HISTORY_BYTES)
+                    crate::format_bytes(limits.max_history_bytes)
                 ),
             ));
         }

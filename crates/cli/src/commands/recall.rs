@@ -20,7 +20,8 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args, out: &mut Output) -> Outcome {
+pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &mut Output) -> Outcome {
+    let max = crate::db::ceilings(env)?.max_recall_bytes;
     let mut keys: Vec<String> = Vec::new();
     for a in &args.keys {
         let found = extract_keys(a);
@@ -37,6 +38,14 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
     let clock = SystemClock;
     let ccr = salvage_ccr::Ccr::new(store.conn(), &clock);
     let results = recall_all(&ccr, &keys);
+    let total: u64 = results.iter().filter_map(|r| r.result.as_ref().ok()).map(|b| b.len() as u64).sum();
+    if total > max {
+        return Err(Failure::Problem(format!(
+            "recall output of {} is over the {} limit (SALVAGE_MAX_RECALL)",
+            salvage_types::format_bytes(total),
+            salvage_types::format_bytes(max)
+        )));
+    }
     // A single key that fails prints nothing on stdout (so `recall K > file` never writes an
     // error into the file); several keys print labelled sections, failures included.
     if results.len() > 1 || results.iter().all(|r| r.result.is_ok()) {

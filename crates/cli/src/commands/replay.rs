@@ -3,7 +3,7 @@
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::{table, write_atomic, Output};
-use salvage_replay::corpus::{discover, load_all, run_all, CaptureReport, Target};
+use salvage_replay::corpus::{discover, load_all_with, run_all, CaptureReport, Target};
 use salvage_types::format_bytes;
 use serde_json::json;
 use std::io::Write;
@@ -56,7 +56,8 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
             args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )));
     }
-    let captures = load_all(&files).map_err(Failure::input)?;
+    let limits = crate::db::ceilings(env)?;
+    let captures = load_all_with(&files, &limits.capture).map_err(Failure::input)?;
     let target = if args.no_journal {
         Target::Memory
     } else {
