@@ -124,3 +124,27 @@ fn unreadable_captures_are_refused_before_any_work() {
     let o = salvage(dir.path(), &["replay", "missing-dir"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn ccr_redaction_is_recorded_in_the_sessions_that_reference_the_blob() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus().join("rung2-many-small-turns.json");
+    assert!(salvage(dir.path(), &["replay", c.to_str().unwrap()]).status.success());
+    let db = dir.path().join(".salvage/salvage.db");
+    let j = Journal::open(&db, &Options::default()).unwrap();
+    let session = j.sessions().unwrap()[0].id.clone();
+    let key: Vec<u8> =
+        j.conn().query_row("SELECT blob_key FROM event_blobs LIMIT 1", [], |r| r.get(0)).unwrap();
+    drop(j);
+    let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    let o = salvage(dir.path(), &["ccr", "redact", &hex]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("recorded in 1 journal session(s)"));
+    let log = String::from_utf8(salvage(dir.path(), &["journal", "log", &session, "--json"]).stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&log).unwrap();
+    assert_eq!(v["events"].as_array().unwrap().last().unwrap()["kind"], "redaction");
+    assert!(salvage(dir.path(), &["journal", "verify"]).status.success(), "the chain stays valid");
+    let o = salvage(dir.path(), &["recall", &hex[..16]]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("redacted"));
+}

@@ -679,6 +679,16 @@ impl Journal {
         }
     }
 
+    /// Sessions whose events reference a CCR blob.
+    pub fn sessions_referencing(&self, key: &CcrKey) -> Result<Vec<String>, JournalError> {
+        let mut st = self
+            .conn()
+            .prepare("SELECT DISTINCT session_id FROM event_blobs WHERE blob_key = ?1 ORDER BY session_id")
+            .map_err(sql("references"))?;
+        let rows = st.query_map([&key.0[..]], |r| r.get::<_, String>(0)).map_err(sql("references"))?;
+        rows.collect::<Result<_, _>>().map_err(sql("references"))
+    }
+
     /// Every session, oldest first.
     pub fn sessions(&self) -> Result<Vec<SessionInfo>, JournalError> {
         let mut st = self

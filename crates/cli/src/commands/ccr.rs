@@ -174,9 +174,26 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 return Err(Failure::Input(format!("{key:?}: {}", salvage_ccr::recall::MALFORMED)));
             };
             let store = args.db.open_existing()?;
-            let ccr = Ccr::new(store.conn(), &clock);
-            let full = ccr.redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
-            out.line(&format!("redacted ccr:{} (key kept)", full.hex()))?;
+            let full =
+                Ccr::new(store.conn(), &clock).redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
+            // Every journal session that references the blob records the redaction.
+            let mut j = salvage_journal::Journal::from_store(store);
+            let sessions = j.sessions_referencing(&full).map_err(|e| Failure::Problem(e.to_string()))?;
+            let now = chrono::Utc::now();
+            for s in &sessions {
+                let body = salvage_types::event::EventBody::Redaction {
+                    keys: vec![full.hex()],
+                    counts: Default::default(),
+                };
+                let id = format!("redact-{}-{s}-{}", full.short(), now.timestamp_nanos_opt().unwrap_or(0));
+                j.append(s, None, vec![salvage_journal::NewEvent::new(id, now, body)])
+                    .map_err(|e| Failure::Problem(e.to_string()))?;
+            }
+            out.line(&format!(
+                "redacted ccr:{} (key kept; recorded in {} journal session(s))",
+                full.hex(),
+                sessions.len()
+            ))?;
             Ok(())
         }
     }
