@@ -253,3 +253,37 @@ fn a_truncated_database_is_detected_never_read_as_valid() {
         }
     }
 }
+
+#[test]
+fn a_wal_from_another_database_is_refused_before_it_is_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.db");
+    let b = dir.path().join("b.db");
+    build(&b, 3);
+    // An open connection keeps a's WAL on disk after its writer closes; copy that WAL next to b.
+    let holder = Journal::open(&a, &Options::default()).unwrap();
+    let mut w = Journal::open(&a, &Options::default()).unwrap();
+    w.start_session("s", "t", NewEvent::new("s-0", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    for n in 1..9 {
+        w.append(
+            "s",
+            None,
+            vec![NewEvent::new(format!("s-{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                .with_history(HistoryChange::Append(vec![Message::user(format!("foreign {n}"))]))],
+        )
+        .unwrap();
+    }
+    drop(w);
+    assert!(a.with_extension("db-wal").exists(), "a's commits are in its WAL");
+    std::fs::copy(a.with_extension("db-wal"), b.with_extension("db-wal")).unwrap();
+    let e = Journal::open(&b, &Options::default()).err().expect("refused");
+    assert!(e.to_string().contains("b.db") && e.to_string().contains("belongs to another database"), "{e}");
+    // Moving the stray log away restores b's own data, untouched.
+    std::fs::remove_file(b.with_extension("db-wal")).unwrap();
+    let _ = std::fs::remove_file(b.with_extension("db-shm"));
+    let j = Journal::open(&b, &Options::default()).unwrap();
+    let texts: Vec<String> = j.head("s").unwrap().history.iter().map(|m| m.content.clone()).collect();
+    assert_eq!(texts, vec!["message 1", "message 2"]);
+    assert!(j.verify(None).unwrap().bad.is_empty());
+    drop(holder);
+}

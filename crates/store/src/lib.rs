@@ -92,6 +92,17 @@ pub enum StoreError {
         /// The cause.
         source: rusqlite::Error,
     },
+    /// The `-wal` file beside the database belongs to another database: opening would replay its
+    /// pages into this one.
+    #[error("{path}: the write-ahead log beside it belongs to another database (application id {wal_id:#x}, the file's is {file_id:#x}); move {path}-wal away if it is stray")]
+    ForeignWal {
+        /// The file.
+        path: PathBuf,
+        /// The database identity in the file's header.
+        file_id: u32,
+        /// The identity in the log's copy of page 1.
+        wal_id: u32,
+    },
     /// The file was migrated by a newer salvage.
     #[error("{path}: schema version {found} is newer than this build's {supported}; upgrade salvage to open this file")]
     NewerSchema {
@@ -138,6 +149,7 @@ impl Store {
         if options.create {
             create_owner_only(&path)?;
         }
+        check_wal_identity(&path)?;
         let flags =
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(&path, flags)
@@ -145,6 +157,7 @@ impl Store {
         let store = Store { conn, path };
         store.configure(options)?;
         store.migrate(target)?;
+        store.ensure_identity()?;
         Ok(store)
     }
 
@@ -196,6 +209,26 @@ impl Store {
         self.conn.pragma_update(None, "foreign_keys", "ON").map_err(setting("foreign_keys"))?;
         // `rarray(?)` lets readers fetch many rows by key in one statement.
         rusqlite::vtab::array::load_module(&self.conn).map_err(setting("rarray"))?;
+        Ok(())
+    }
+
+    /// Gives a new file a random identity in `PRAGMA application_id` (page 1 of the header), so a
+    /// stray `-wal` from another database can be recognised before SQLite replays it.
+    fn ensure_identity(&self) -> Result<(), StoreError> {
+        let id: i64 = self.conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(|source| {
+            StoreError::Setting { path: self.path.clone(), setting: "application_id", source }
+        })?;
+        if id == 0 {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write(self.path.to_string_lossy().as_bytes());
+            let v = (h.finish() as u32 & 0x7fff_ffff).max(1);
+            self.conn.pragma_update(None, "application_id", v).map_err(|source| StoreError::Setting {
+                path: self.path.clone(),
+                setting: "application_id",
+                source,
+            })?;
+        }
         Ok(())
     }
 
@@ -260,6 +293,52 @@ impl Store {
 fn user_version(conn: &Connection) -> Result<u32, rusqlite::Error> {
     conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
         .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+}
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    b.get(at..at + 4).map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+}
+
+/// Reads the database identity (application id, header offset 68) from the file and from the
+/// newest valid copy of page 1 in its `-wal`, without SQLite, and refuses a mismatch.
+fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
+    let mut wal_path = path.as_os_str().to_owned();
+    wal_path.push("-wal");
+    let Ok(wal) = std::fs::read(&wal_path) else { return Ok(()) };
+    let Ok(mut f) = std::fs::File::open(path) else { return Ok(()) };
+    let mut header = [0u8; 100];
+    if std::io::Read::read_exact(&mut f, &mut header).is_err() {
+        return Ok(());
+    }
+    let Some(file_id) = be32(&header, 68) else { return Ok(()) };
+    if file_id == 0 || wal.len() < 32 || !matches!(be32(&wal, 0), Some(0x377f_0682 | 0x377f_0683)) {
+        return Ok(());
+    }
+    let (Some(page_size), Some(salt1), Some(salt2)) = (be32(&wal, 8), be32(&wal, 16), be32(&wal, 20)) else {
+        return Ok(());
+    };
+    let page_size = usize::try_from(page_size).unwrap_or(0);
+    if page_size < 512 {
+        return Ok(());
+    }
+    let mut wal_id = None;
+    let mut at = 32;
+    while at + 24 + page_size <= wal.len() {
+        let (pgno, s1, s2) = (be32(&wal, at), be32(&wal, at + 8), be32(&wal, at + 12));
+        if s1 != Some(salt1) || s2 != Some(salt2) {
+            break;
+        }
+        if pgno == Some(1) {
+            wal_id = be32(&wal, at + 24 + 68);
+        }
+        at += 24 + page_size;
+    }
+    match wal_id {
+        Some(w) if w != 0 && w != file_id => {
+            Err(StoreError::ForeignWal { path: path.to_path_buf(), file_id, wal_id: w })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Creates the folder and an empty file readable by its owner only (SQLite gives the `-wal` and
