@@ -20,29 +20,39 @@ pub fn event_json(e: &StoredEvent) -> serde_json::Value {
 }
 
 impl Journal {
-    /// Every event of a session, one JSON object per line.
-    pub fn export_jsonl(&self, session: &str) -> Result<String, JournalError> {
-        let mut out = String::new();
+    /// Calls `f` on every event of a session in order, reading them a page at a time.
+    pub fn for_each_event(
+        &self,
+        session: &str,
+        mut f: impl FnMut(&StoredEvent) -> Result<(), JournalError>,
+    ) -> Result<(), JournalError> {
         let mut after = 0;
         loop {
             let page = self.events(session, after, 1000)?;
-            if page.is_empty() {
-                break;
-            }
+            let Some(last) = page.last() else { return Ok(()) };
+            after = last.seq;
             for e in &page {
-                let mut line = event_json(e);
-                // Self-contained: the messages a delta inserts travel with it.
-                if let Some(d) = &e.delta {
-                    let hashes: Vec<crate::state::MsgHash> =
-                        d.insert.iter().filter_map(|h| crate::parse_hash(h)).collect();
-                    let msgs = crate::load_messages(self.conn(), session, e.seq, &hashes)?;
-                    line["messages"] = serde_json::json!(msgs);
-                }
-                out.push_str(&line.to_string());
-                out.push('\n');
-                after = e.seq;
+                f(e)?;
             }
         }
+    }
+
+    /// Every event of a session, one JSON object per line.
+    pub fn export_jsonl(&self, session: &str) -> Result<String, JournalError> {
+        let mut out = String::new();
+        self.for_each_event(session, |e| {
+            let mut line = event_json(e);
+            // Self-contained: the messages a delta inserts travel with it.
+            if let Some(d) = &e.delta {
+                let hashes: Vec<crate::state::MsgHash> =
+                    d.insert.iter().filter_map(|h| crate::parse_hash(h)).collect();
+                let msgs = crate::load_messages(self.conn(), session, e.seq, &hashes)?;
+                line["messages"] = serde_json::json!(msgs);
+            }
+            out.push_str(&line.to_string());
+            out.push('\n');
+            Ok(())
+        })?;
         Ok(out)
     }
 
@@ -65,32 +75,25 @@ impl Journal {
             recorded: Recorded::default(),
             expect: None,
         };
-        let mut after = 0;
-        loop {
-            let page = self.events(session, after, 1000)?;
-            if page.is_empty() {
-                break;
-            }
-            for e in &page {
-                match &e.body {
-                    EventBody::SessionStarted { provider, model, settings, .. } => {
-                        capture.provider.clone_from(provider);
-                        capture.model.clone_from(model);
-                        capture.settings.clone_from(settings);
-                    }
-                    EventBody::ProviderError { status, message, transport, rejected_bytes, .. } => {
-                        capture.failure = Failure {
-                            status: *status,
-                            message: message.clone(),
-                            transport: transport.clone(),
-                            rejected_request_bytes: *rejected_bytes,
-                        };
-                    }
-                    _ => {}
+        self.for_each_event(session, |e| {
+            match &e.body {
+                EventBody::SessionStarted { provider, model, settings, .. } => {
+                    capture.provider.clone_from(provider);
+                    capture.model.clone_from(model);
+                    capture.settings.clone_from(settings);
                 }
-                after = e.seq;
+                EventBody::ProviderError { status, message, transport, rejected_bytes, .. } => {
+                    capture.failure = Failure {
+                        status: *status,
+                        message: message.clone(),
+                        transport: transport.clone(),
+                        rejected_request_bytes: *rejected_bytes,
+                    };
+                }
+                _ => {}
             }
-        }
+            Ok(())
+        })?;
         Ok(capture)
     }
 }
