@@ -204,10 +204,6 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
     let atlast = time(plan.rounds, || {
         std::hint::black_box(j.view_at("s", last).ok());
     });
-    let mid = time(plan.rounds, || {
-        std::hint::black_box(j.view_at("s", last / 2 + 17).ok());
-    });
-    let _ = mid;
     // Restore cost is dominated by the history it rebuilds; compare the fold alone too.
     let fold100 = time(plan.rounds, || {
         std::hint::black_box(j.state_at("s", 100).ok());

@@ -17,30 +17,33 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
     let dir = tempfile::tempdir()?;
     let make = |_: &salvage_types::Capture| -> Result<Box<dyn Summarizer>, String> { Ok(Box::new(Builtin)) };
     let quiet = |_: usize, _: usize, _: &str| {};
-    let mut n = 0;
-    let mut target = || {
-        n += 1;
-        Target::File(dir.path().join(format!("r{n}.db")))
+    // Every run journals into a fresh file, so neither side reads the other's database.
+    let fresh = |tag: &str, n: &mut u32| {
+        *n += 1;
+        Target::File(dir.path().join(format!("{tag}{n}.db")))
     };
-    let (t1, t2) = (target(), target());
-    let rounds = plan.rounds.clamp(3, 5);
-    let mut ta = Vec::new();
-    let mut tb = Vec::new();
-    for i in 0..rounds {
-        let _ = i;
-        ta.push(target());
-        tb.push(target());
-    }
-    let (mut ia, mut ib) = (ta.into_iter(), tb.into_iter());
+    let (mut na, mut nb) = (0, 0);
     let pair = interleave(
-        rounds - 1,
+        plan.rounds.clamp(3, 5) - 1,
         || {
-            let t = ia.next().unwrap_or_else(|| t1.clone());
-            let _ = run_all(&captures, &t, 1, &make, &quiet, salvage_recovery::ladder::RUNG3_KEEP);
+            let _ = run_all(
+                &captures,
+                &fresh("one", &mut na),
+                1,
+                &make,
+                &quiet,
+                salvage_recovery::ladder::RUNG3_KEEP,
+            );
         },
         || {
-            let t = ib.next().unwrap_or_else(|| t2.clone());
-            let _ = run_all(&captures, &t, 2, &make, &quiet, salvage_recovery::ladder::RUNG3_KEEP);
+            let _ = run_all(
+                &captures,
+                &fresh("two", &mut nb),
+                2,
+                &make,
+                &quiet,
+                salvage_recovery::ladder::RUNG3_KEEP,
+            );
         },
     );
     let mut rows = vec![Row::at_least(

@@ -4,7 +4,7 @@ use crate::driver::Run;
 use salvage_ccr::{Ccr, SystemClock};
 use salvage_journal::Journal;
 use salvage_recovery::payload::NOTICE_MARKER;
-use salvage_types::capture::{Capture, Expect, Outcome};
+use salvage_types::capture::{Expect, Outcome};
 use salvage_types::CcrKey;
 use serde::Serialize;
 
@@ -24,7 +24,7 @@ fn check(name: &str, ok: bool, detail: String) -> Check {
 }
 
 /// Runs every check of a run against the journal it wrote.
-pub fn run_checks(capture: &Capture, run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check> {
+pub fn run_checks(run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check> {
     let mut out = Vec::new();
     // 0. Fidelity.
     match (run.first_class, run.captured_class) {
@@ -167,7 +167,6 @@ pub fn run_checks(capture: &Capture, run: &Run, journal: &Journal, max_attempts:
         format!("{notices} payload notice(s) in the history"),
     ));
     out.push(check("cap_tightens", tightening, format!("caps {:?}", run.caps)));
-    let _ = capture;
     out
 }
 
