@@ -69,6 +69,7 @@ impl Journal {
             provider: None,
             model: None,
             settings: Default::default(),
+            request: None,
             history: head.history,
             failure: Failure::default(),
             upstream: Upstream::default(),

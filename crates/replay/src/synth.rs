@@ -278,6 +278,7 @@ pub fn large_capture(
         provider: Some("anthropic".into()),
         model: Some("claude-sonnet-4-5".into()),
         settings: [("CHATCLI_CONTEXT_WINDOW".to_string(), "4000000".to_string())].into(),
+        request: None,
         history,
         failure: Failure {
             status: None,

@@ -36,6 +36,10 @@ pub struct Capture {
     /// The `CHATCLI_*` settings in force, as strings.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, String>,
+    /// What the request carried besides the messages (written by importers), so that attempt 0 is
+    /// the request as sent and a history can be exported back as a body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Request>,
     /// The history of the rejected request.
     pub history: History,
     /// What the client saw.
@@ -49,6 +53,47 @@ pub struct Capture {
     /// What the corpus asserts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<Expect>,
+}
+
+/// The request as sent, besides its messages (`spec/capture.md`, field `request`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// The wire format the body was in.
+    pub format: RequestFormat,
+    /// The size of the body as sent (compact JSON), when it is known: attempt 0 of a replay must
+    /// weigh exactly this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Every top-level field of the body except the messages (model, tools, parameters, thinking,
+    /// `context_management`, unknown fields…), verbatim and in order; `salvage-wire` owns which
+    /// fields count as "the messages" for each format.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub fields: serde_json::Map<String, serde_json::Value>,
+}
+
+crate::string_enum! {
+    /// The wire format of an imported request body or session file.
+    pub enum RequestFormat {
+        /// OpenAI chat-completions request body.
+        Openai => "openai",
+        /// Anthropic Messages request body.
+        Anthropic => "anthropic",
+        /// OpenAI Responses API request body.
+        OpenaiResponses => "openai_responses",
+        /// Gemini `generateContent` request body.
+        Gemini => "gemini",
+        /// Bedrock Converse request body.
+        Bedrock => "bedrock",
+        /// The reference client's session file, version 2.
+        Chatcli => "chatcli",
+        /// A Claude Code transcript (JSONL).
+        ClaudeCode => "claude_code",
+        /// A Codex CLI rollout (JSONL).
+        Codex => "codex",
+        /// A Cline or Roo Code `api_conversation_history.json`.
+        Cline => "cline",
+    }
 }
 
 /// The client that produced the capture.

@@ -132,6 +132,14 @@ pub struct Message {
     /// Flags that survive rewrites.
     #[serde(default, skip_serializing_if = "Meta::is_empty", deserialize_with = "null_default")]
     pub meta: Meta,
+    /// The provider's own shape of this message, kept by an importer so that the request as sent
+    /// can be rebuilt exactly: blocks the model has no field for (thinking with its signature,
+    /// documents, `cache_control` on a block, …) and the layout of the modeled parts. Its meaning
+    /// belongs to `salvage-wire`; everything else carries it opaquely through every rewrite, weighs
+    /// it (its compact JSON length) and archives it with the message. Absent for messages salvage
+    /// wrote itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<Value>,
 }
 
 /// A history: messages in order.
@@ -150,6 +158,7 @@ impl Message {
             is_error: false,
             error_code: None,
             meta: Meta::default(),
+            wire: None,
         }
     }
 

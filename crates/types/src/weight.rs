@@ -90,9 +90,13 @@ pub fn compact_json_len(value: &serde_json::Value) -> u64 {
     c.0
 }
 
-/// The weight of one message: content, tool calls, images (tokens × 4) and the system-parts excess.
+/// The weight of one message: content, tool calls, images (tokens × 4), the system-parts excess
+/// and the provider blocks carried opaquely (`wire`, its compact JSON length).
 pub fn message_weight(m: &Message) -> u64 {
     let mut w = m.content.len() as u64;
+    if let Some(wire) = &m.wire {
+        w = w.saturating_add(compact_json_len(wire));
+    }
     for call in &m.tool_calls {
         w = w.saturating_add(call.name.len() as u64).saturating_add(compact_json_len(&call.arguments));
     }

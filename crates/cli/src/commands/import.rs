@@ -162,6 +162,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         provider: args.provider.clone().or(imported.provider),
         model: imported.model,
         settings,
+        request: None,
         history: imported.history,
         failure: CapturedFailure {
             status: args.status,
