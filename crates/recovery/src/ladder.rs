@@ -6,7 +6,6 @@ use crate::pairing::{repair_tracked, PairingReport, Tracked};
 use crate::shrink::{shrink, ShrinkReport};
 use crate::task::task_index;
 use crate::tool_budget::{self, BudgetReport, Limits};
-use salvage_types::ccr_key::{has_marker, recoverable_suffix};
 use salvage_types::message::{Message, Role};
 use salvage_types::truncate::preserve_end;
 use salvage_types::weight::history_weight;
@@ -138,19 +137,13 @@ fn cut_preserve_end(m: &mut Message, max: usize, archiver: &mut Archiver<'_>) ->
     if m.content.len() <= max || m.meta.preserve_verbatim {
         return Ok(false);
     }
-    let archive = archiver.enabled() && !has_marker(&m.content);
-    let suffix_room = if archive { 64 } else { 0 };
-    let Some(mut cut) = preserve_end(&m.content, max.saturating_sub(suffix_room)) else { return Ok(false) };
-    if archive {
-        if let Some(k) = archiver.put(m.content.as_bytes())? {
-            cut.push_str(&recoverable_suffix(&k));
+    match archiver.reduce(&m.content, |body, room| preserve_end(body, max.saturating_sub(room)))? {
+        Some(cut) => {
+            m.content = cut;
+            Ok(true)
         }
+        None => Ok(false),
     }
-    if cut.len() >= m.content.len() {
-        return Ok(false);
-    }
-    m.content = cut;
-    Ok(true)
 }
 
 /// Applies a rung to a history (the input is not mutated).
