@@ -217,7 +217,11 @@ pub fn instruction(budget_chars: usize) -> String {
 
 /// Keeps the ¼-budget cap on verbatim messages: beyond it the oldest are re-archived, become a
 /// stub with a marker and lose the flag, so compaction always converges.
-fn cap_verbatim(h: &mut [Message], budget: u64, archiver: &mut Archiver<'_>) -> Result<u64, ArchiveError> {
+pub(crate) fn cap_verbatim(
+    h: &mut [Message],
+    budget: u64,
+    archiver: &mut Archiver<'_>,
+) -> Result<u64, ArchiveError> {
     let cap = budget / 4;
     let mut total: u64 = h.iter().filter(|m| m.meta.preserve_verbatim).map(message_weight).sum();
     let mut aged = 0;
