@@ -17,10 +17,10 @@ pub fn image_tokens(image: &Image) -> u64 {
         return IMAGE_MIN_TOKENS;
     };
     // Strip a data-URL prefix if present.
-    let b64 = match data.find(";base64,") {
-        Some(i) if data.starts_with("data:") => &data[i + 8..],
-        _ => data,
-    };
+    let b64 = data
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(";base64,"))
+        .map_or(data, |(_, b64)| b64);
     match dimensions(b64) {
         Some((w, h)) => {
             let (w, h) = scale_to_edge(w, h);
@@ -50,9 +50,12 @@ fn dimensions(b64: &str) -> Option<(u64, u64)> {
         let (w, h) = (u64::try_from(size.width).ok()?, u64::try_from(size.height).ok()?);
         (w > 0 && h > 0).then_some((w, h))
     };
-    if prefix_len > 0 && prefix_len < b64.len() {
+    // The prefix is cut at a byte offset: where that splits a character the data is not base64
+    // at all, and the prefix is skipped.
+    let prefix = b64.get(..prefix_len).filter(|p| !p.is_empty() && p.len() < b64.len());
+    if let Some(prefix) = prefix {
         if let Some(d) = base64::engine::general_purpose::STANDARD_NO_PAD
-            .decode(&b64[..prefix_len])
+            .decode(prefix)
             .ok()
             .and_then(|bytes| imagesize::blob_size(&bytes).ok())
             .and_then(|s| Some((u64::try_from(s.width).ok()?, u64::try_from(s.height).ok()?)))
@@ -150,6 +153,26 @@ mod tests {
         assert_eq!(image_tokens(&img(Some(big))), 3 * 1024 * 1024 / 2048);
         let url = Image { media_type: None, data: None, url: Some("https://x/y.png".into()) };
         assert_eq!(image_tokens(&url), 85);
+    }
+
+    #[test]
+    fn multibyte_data_around_the_header_prefix_is_weighed_without_panicking() {
+        // Issue #12: the header reader sliced the data at the 64 KiB prefix, a byte offset that
+        // here falls inside a two-byte character. Such data is not base64: it weighs as
+        // undecodable bytes.
+        for pad in [64 * 1024 - 1, 64 * 1024 - 3, 64 * 1024 + 1] {
+            let mut data = "A".repeat(pad);
+            data.push_str(&"é".repeat(40));
+            data.push_str("日本語🙂");
+            let expected = (decoded_len(&data) / 2048).max(IMAGE_MIN_TOKENS);
+            assert_eq!(image_tokens(&img(Some(data.clone()))), expected);
+            let mut with_prefix = "data:image/png;base64,".to_string();
+            with_prefix.push_str(&data);
+            assert_eq!(image_tokens(&img(Some(with_prefix))), expected);
+            let mut m = Message::user("look");
+            m.images.push(img(Some(data)));
+            assert_eq!(message_weight(&m), 4 + expected * 4);
+        }
     }
 
     #[test]
