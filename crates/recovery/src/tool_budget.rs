@@ -1,5 +1,12 @@
 //! The tool-result budget (behaviour spec section 6): per-result previews and a per-turn budget
 //! cut largest-first, originals archived.
+//!
+//! **The per-result limit is applied whatever its value**: a result over it becomes a preview of
+//! at most the limit ([`preview_within`]: the standard preview when it fits, else head and tail
+//! shrunk around the banner, else the head alone), plus the archive suffix when CCR is on
+//! (at most [`crate::archive::SUFFIX_LEN`] bytes). A cut that would not make the result shorter
+//! (a result barely over a tiny limit, once the suffix is added) is not made: the budget never
+//! makes a result heavier.
 
 use crate::archive::{ArchiveError, Archiver};
 use salvage_types::message::{Message, Role};
@@ -36,32 +43,68 @@ pub struct BudgetReport {
     pub freed_bytes: u64,
 }
 
-/// A preview of a long result: head at a line break, tail after one, and a banner between.
+/// A preview of a long result: head at a line break, tail after one, and a banner between
+/// (head ≤ [`PREVIEW_HEAD`], tail ≤ [`PREVIEW_TAIL`]).
 pub fn preview(content: &str) -> String {
-    let mut h = head(content, PREVIEW_HEAD);
-    if let Some(nl) = h.rfind('\n').filter(|&p| p >= PREVIEW_HEAD / 2) {
-        h = &h[..=nl];
+    shaped(content, PREVIEW_HEAD, PREVIEW_TAIL)
+}
+
+/// The preview of a result under a per-result limit of `max` bytes: the standard [`preview`]
+/// when it fits; else head and tail shrunk 4:1 around the banner so that the whole is at most
+/// `max`; else (a limit too small to hold the banner) the head alone, cut to `max` on a char
+/// boundary. The archive suffix a cut gets comes on top of `max`.
+pub fn preview_within(content: &str, max: usize) -> String {
+    let standard = preview(content);
+    if standard.len() <= max {
+        return standard;
     }
-    let mut t = tail(content, PREVIEW_TAIL);
-    if let Some(nl) = t.find('\n').filter(|&p| p + 1 < t.len() && p < PREVIEW_TAIL / 2) {
-        t = &t[nl + 1..];
+    // The banner at its longest for this content: `omitted` is at most the content's length.
+    let longest_banner = banner(content.len(), content.len()).len();
+    match max.checked_sub(longest_banner).filter(|room| *room > 0) {
+        Some(room) => {
+            let head_max = room.saturating_mul(4) / 5;
+            shaped(content, head_max, room.saturating_sub(head_max))
+        }
+        None => head(content, max).to_string(),
     }
-    let omitted = content.len() - h.len() - t.len();
-    format!("{h}\n[... {omitted} chars of tool result omitted ({} total) ...]\n{t}", content.len())
+}
+
+fn banner(omitted: usize, total: usize) -> String {
+    format!("\n[... {omitted} chars of tool result omitted ({total} total) ...]\n")
+}
+
+/// Head of at most `head_max` bytes (cut back to a line break past its half), tail of at most
+/// `tail_max` bytes taken from what follows the head (cut forward past a line break in its first
+/// half), and the banner between. Head and tail never overlap.
+fn shaped(content: &str, head_max: usize, tail_max: usize) -> String {
+    let mut h = head(content, head_max);
+    if let Some(nl) = h.rfind('\n').filter(|&p| p >= head_max / 2) {
+        h = h.get(..=nl).unwrap_or(h);
+    }
+    let rest = content.get(h.len()..).unwrap_or_default();
+    let mut t = tail(rest, tail_max);
+    if let Some(nl) = t.find('\n').filter(|&p| p.saturating_add(1) < t.len() && p < tail_max / 2) {
+        t = t.get(nl.saturating_add(1)..).unwrap_or(t);
+    }
+    let omitted = rest.len().saturating_sub(t.len());
+    format!("{h}{}{t}", banner(omitted, content.len()))
 }
 
 fn cut(
     m: &mut Message,
+    max: usize,
     archiver: &mut Archiver<'_>,
     report: &mut BudgetReport,
 ) -> Result<bool, ArchiveError> {
     let before = m.content.len();
-    if preview(&m.content).len() >= before {
+    if preview_within(&m.content, max).len() >= before {
         return Ok(false);
     }
-    let Some(p) = archiver.reduce(&m.content, |body, _| Some(preview(body)))? else { return Ok(false) };
-    report.previewed += 1;
-    report.freed_bytes += (before - p.len()) as u64;
+    let Some(p) = archiver.reduce(&m.content, |body, _| Some(preview_within(body, max)))? else {
+        return Ok(false);
+    };
+    report.previewed = report.previewed.saturating_add(1);
+    report.freed_bytes = report.freed_bytes.saturating_add(before.saturating_sub(p.len()) as u64);
     m.content = p;
     Ok(true)
 }
@@ -87,7 +130,7 @@ pub fn apply(
         }
         for m in &mut out[start..end] {
             if !m.meta.preserve_verbatim && m.content.len() > limits.per_result {
-                cut(m, archiver, &mut report)?;
+                cut(m, limits.per_result, archiver, &mut report)?;
             }
         }
         loop {
@@ -100,7 +143,7 @@ pub fn apply(
             order.sort_by(|a, b| out[*b].content.len().cmp(&out[*a].content.len()).then(a.cmp(b)));
             let mut progressed = false;
             for j in order {
-                if cut(&mut out[j], archiver, &mut report)? {
+                if cut(&mut out[j], limits.per_result, archiver, &mut report)? {
                     progressed = true;
                     break;
                 }

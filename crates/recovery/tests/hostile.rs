@@ -1,0 +1,99 @@
+//! Hostile settings and content (issue #12): each case here panicked, or silently did nothing,
+//! before its fix. The property tests in `properties.rs` search the same space at random; the
+//! minimal inputs they found are kept here as plain regression tests.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use salvage_recovery::archive::{Archive, Archiver, MemoryArchive, SUFFIX_LEN};
+use salvage_recovery::pairing;
+use salvage_recovery::recoverable::lost;
+use salvage_recovery::tool_budget::{self, Limits};
+use salvage_types::{Message, ToolCall};
+
+fn call(ids: &[&str]) -> Message {
+    let mut a = Message::assistant("");
+    for id in ids {
+        a.tool_calls.push(ToolCall {
+            id: (*id).into(),
+            kind: "function".into(),
+            name: "run".into(),
+            arguments: serde_json::json!({"cmd": id}),
+        });
+    }
+    a
+}
+
+fn output(n: usize) -> String {
+    (0..n).map(|i| format!("line {i}: 日本語 output 🙂\n")).collect()
+}
+
+/// `CHATCLI_TOOL_RESULT_MAX_CHARS` below the preview's head + tail (4 000 + 1 000) underflowed
+/// in debug; in release the limit was silently not applied. A result over the limit now becomes
+/// at most the limit plus the archive suffix (left whole when that would not be shorter).
+#[test]
+fn a_per_result_limit_below_the_preview_is_applied() {
+    for limit in [0, 1, 10, 63, 64, 65, 100, 200, 1_000, 4_999, 5_000, 5_100, 20_000] {
+        for len_lines in [1, 3, 20, 200, 2_000] {
+            let result = output(len_lines);
+            let h = vec![
+                Message::system("sys"),
+                Message::user("run it"),
+                call(&["c1"]),
+                Message::tool("c1", result.clone()),
+                Message::assistant("done"),
+            ];
+            for ccr in [true, false] {
+                let mut mem = MemoryArchive::new();
+                let (out, _) = {
+                    let mut a = if ccr {
+                        Archiver::new(Some(&mut mem as &mut dyn Archive))
+                    } else {
+                        Archiver::new(None)
+                    };
+                    tool_budget::apply(&h, Limits { per_result: limit, per_turn: usize::MAX }, &mut a)
+                        .unwrap()
+                };
+                let cut = &out[3].content;
+                let room = if ccr { SUFFIX_LEN } else { 0 };
+                if result.len() <= limit {
+                    assert_eq!(cut, &result, "within the limit: untouched");
+                } else if limit.saturating_add(room) >= result.len() {
+                    // Cutting to the limit and adding the suffix would not make it shorter.
+                    assert!(cut.len() <= result.len(), "never heavier");
+                } else {
+                    assert!(
+                        cut.len() <= limit + room,
+                        "limit {limit}, {} bytes became {} bytes (ccr {ccr})",
+                        result.len(),
+                        cut.len()
+                    );
+                }
+                if ccr {
+                    let lookup = |k: &str| mem.get(k);
+                    assert_eq!(lost(&h, &out, &lookup), vec![], "limit {limit}");
+                }
+            }
+        }
+    }
+}
+
+/// A tiny per-turn limit cut results shorter than head + tail: the same underflow.
+#[test]
+fn a_per_turn_limit_below_short_results_does_not_panic() {
+    let h = vec![
+        Message::user("run both"),
+        call(&["a", "b"]),
+        Message::tool("a", "x".repeat(60)),
+        Message::tool("b", "y".repeat(3_000)),
+    ];
+    for per_turn in [0, 1, 100] {
+        let mut mem = MemoryArchive::new();
+        let (out, _) = {
+            let mut a = Archiver::new(Some(&mut mem as &mut dyn Archive));
+            tool_budget::apply(&h, Limits { per_result: 20_000, per_turn }, &mut a).unwrap()
+        };
+        let lookup = |k: &str| mem.get(k);
+        assert_eq!(lost(&h, &out, &lookup), vec![]);
+        assert!(pairing::is_valid(&out));
+    }
+}
