@@ -409,8 +409,10 @@ fn summarize(
     let start = leading_system(h);
     let mut cut = h.len().saturating_sub(plan.min_keep_recent).max(start);
     // Snap the cut so a tool block is never split: results stay with their call.
-    while cut > start && h[cut].role == Role::Tool {
-        cut -= 1;
+    // With nothing kept at the end (`min_keep_recent` 0) the cut is the history's end: no block
+    // to split.
+    while cut > start && h.get(cut).is_some_and(|m| m.role == Role::Tool) {
+        cut = cut.saturating_sub(1);
     }
     let segment = &h[start..cut];
     if segment.len() < MIN_SEGMENT {

@@ -5,9 +5,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use salvage_recovery::archive::{Archive, Archiver, MemoryArchive, SUFFIX_LEN};
+use salvage_recovery::compaction::{compact, CompactionState, Io, NoHooks, NoMemory, Plan};
 use salvage_recovery::pairing;
 use salvage_recovery::recoverable::lost;
+use salvage_recovery::summarizer::{Builtin, Cancel};
+use salvage_recovery::task::{task_index, task_survives};
 use salvage_recovery::tool_budget::{self, Limits};
+use salvage_types::event::Trigger;
 use salvage_types::{Message, ToolCall};
 
 fn call(ids: &[&str]) -> Message {
@@ -95,5 +99,41 @@ fn a_per_turn_limit_below_short_results_does_not_panic() {
         let lookup = |k: &str| mem.get(k);
         assert_eq!(lost(&h, &out, &lookup), vec![]);
         assert!(pairing::is_valid(&out));
+    }
+}
+
+/// `min_keep_recent = 0` indexed one past the end of the history when snapping the cut.
+#[test]
+fn compaction_with_min_keep_recent_zero() {
+    let mut h = vec![Message::system("sys"), Message::user("the task: fix the build")];
+    for i in 0..8 {
+        let id = format!("c{i}");
+        h.push(call(&[&id]));
+        h.push(Message::tool(id, output(300)));
+    }
+    let task = h[task_index(&h).unwrap()].clone();
+    for budget in [0, 500, 20_000] {
+        let mut mem = MemoryArchive::new();
+        let mut state = CompactionState::default();
+        let o = {
+            let lookup = |_: &str| None;
+            let mut status = |_: salvage_recovery::compaction::Phase, _: &str| {};
+            let mut io = Io {
+                archiver: Archiver::new(Some(&mut mem as &mut dyn Archive)),
+                lookup: &lookup,
+                summarizer: &mut Builtin,
+                hooks: &mut NoHooks,
+                memory: &mut NoMemory,
+                status: &mut status,
+                cancel: &Cancel::new(),
+            };
+            let plan =
+                Plan { budget, trigger: Trigger::Manual, min_keep_recent: 0, summarizer_window_chars: 100_000 };
+            compact(&h, &plan, &mut state, &mut io).unwrap()
+        };
+        assert!(pairing::is_valid(&o.history));
+        assert!(task_survives(&task, &o.history));
+        let lookup = |k: &str| mem.get(k);
+        assert_eq!(lost(&h, &o.history, &lookup), vec![], "budget {budget}");
     }
 }
