@@ -457,7 +457,8 @@ pub fn read_capture_with(path: &Path, limits: &Limits) -> Result<Capture, Captur
 pub fn check_utf8<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, CaptureError> {
     std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();
-        let line = 1 + bytes[..offset].iter().filter(|b| **b == b'\n').count();
+        let newlines = bytes.iter().take(offset).filter(|b| **b == b'\n').count();
+        let line = newlines.saturating_add(1);
         CaptureError::InvalidUtf8 { file: file.to_string(), offset, line }
     })
 }
@@ -482,8 +483,8 @@ pub fn json_error(file: &str, err: serde_path_to_error::Error<serde_json::Error>
 }
 
 fn strip_position(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) => msg[..i].to_string(),
+    match msg.rsplit_once(" at line ") {
+        Some((before, _)) => before.to_string(),
         None => msg.to_string(),
     }
 }

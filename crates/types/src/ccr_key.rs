@@ -90,9 +90,10 @@ impl KeyPrefix {
     pub fn matches(&self, key: &CcrKey) -> bool {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         self.0.bytes().enumerate().all(|(i, c)| {
-            let b = key.0[i / 2];
+            // A prefix has at most 64 hex characters: two per byte of the 32-byte key.
+            let Some(b) = key.0.get(i / 2) else { return false };
             let nibble = if i % 2 == 0 { b >> 4 } else { b & 0x0f };
-            HEX[usize::from(nibble)] == c
+            HEX.get(usize::from(nibble)) == Some(&c)
         })
     }
 }
@@ -161,18 +162,17 @@ pub fn strip_recoverable_suffix(text: &str) -> Option<&str> {
 pub fn find_markers(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = text;
-    while let Some(i) = rest.find(MARKER_OPEN) {
-        let after = &rest[i + MARKER_OPEN.len()..];
-        let hex_ok = after.len() >= MARKER_HEX_LEN + MARKER_CLOSE.len()
-            && after.as_bytes()[..MARKER_HEX_LEN]
-                .iter()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
-            && after[MARKER_HEX_LEN..].starts_with(MARKER_CLOSE);
-        if hex_ok {
-            out.push(&after[..MARKER_HEX_LEN]);
-            rest = &after[MARKER_HEX_LEN + MARKER_CLOSE.len()..];
-        } else {
-            rest = after;
+    while let Some((_, after)) = rest.split_once(MARKER_OPEN) {
+        let marker = after
+            .split_at_checked(MARKER_HEX_LEN)
+            .filter(|(key, _)| is_short_key(key))
+            .and_then(|(key, tail)| Some((key, tail.strip_prefix(MARKER_CLOSE)?)));
+        match marker {
+            Some((key, tail)) => {
+                out.push(key);
+                rest = tail;
+            }
+            None => rest = after,
         }
     }
     out

@@ -7,6 +7,12 @@
 //! decoding helpers for image weight). The design decision to know: every persisted shape here is
 //! versioned and its JSON names are the reference client's own, so its session files load as-is.
 
+// Libraries do not panic on any input (issue #12): no indexing or slicing that can be out of
+// bounds or split a character, no arithmetic that can overflow or divide by zero. Use `get()`,
+// iterators, `split_at_checked`, `char_indices`, `saturating_*` and `checked_*`. Unit tests may.
+#![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
+
 pub mod bytesize;
 pub mod capture;
 pub mod ccr_key;

@@ -9,11 +9,8 @@ pub fn floor_boundary(s: &str, i: usize) -> usize {
     if i >= s.len() {
         return s.len();
     }
-    let mut i = i;
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
+    // Index 0 is always a boundary.
+    (0..=i).rev().find(|&j| s.is_char_boundary(j)).unwrap_or(0)
 }
 
 /// Smallest index `>= i` that is a char boundary of `s`.
@@ -21,22 +18,19 @@ pub fn ceil_boundary(s: &str, i: usize) -> usize {
     if i >= s.len() {
         return s.len();
     }
-    let mut i = i;
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
+    // The end of the string is always a boundary.
+    (i..s.len()).find(|&j| s.is_char_boundary(j)).unwrap_or(s.len())
 }
 
 /// The first `max` bytes of `s` (fewer if that would split a char).
 pub fn head(s: &str, max: usize) -> &str {
-    &s[..floor_boundary(s, max)]
+    s.split_at_checked(floor_boundary(s, max)).map_or("", |(h, _)| h)
 }
 
 /// The last `max` bytes of `s` (fewer if that would split a char).
 pub fn tail(s: &str, max: usize) -> &str {
     let start = ceil_boundary(s, s.len().saturating_sub(max));
-    &s[start..]
+    s.split_at_checked(start).map_or("", |(_, t)| t)
 }
 
 /// Preserve-end truncation of `s` to `max` bytes: head `max·3/4`, tail `max − head − 50`, joined by
@@ -47,7 +41,7 @@ pub fn preserve_end(s: &str, max: usize) -> Option<String> {
     }
     let head_len = max.saturating_mul(3) / 4;
     let tail_len = max.saturating_sub(head_len).saturating_sub(50);
-    let mut out = String::with_capacity(head_len + tail_len + TRUNCATED_JOINT.len());
+    let mut out = String::with_capacity(head_len.saturating_add(tail_len).saturating_add(TRUNCATED_JOINT.len()));
     out.push_str(head(s, head_len));
     out.push_str(TRUNCATED_JOINT);
     out.push_str(tail(s, tail_len));
@@ -63,9 +57,10 @@ pub fn structure_preserving(s: &str, target: usize) -> Option<String> {
     }
     let h = head(s, target.saturating_mul(2) / 3);
     let t = tail(s, target / 3);
-    let omitted = &s[h.len()..s.len() - t.len()];
+    // Head and tail never overlap: together they are at most `target` bytes, less than `s`.
+    let omitted = s.get(h.len()..s.len().saturating_sub(t.len())).unwrap_or_default();
     let n = omitted.chars().count();
-    let mut out = String::with_capacity(h.len() + t.len() + 64);
+    let mut out = String::with_capacity(h.len().saturating_add(t.len()).saturating_add(64));
     out.push_str(h);
     out.push_str("\n\n... [");
     out.push_str(&n.to_string());

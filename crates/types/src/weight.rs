@@ -36,14 +36,17 @@ fn scale_to_edge(w: u64, h: u64) -> (u64, u64) {
         return (w, h);
     }
     // Integer scaling: w·1568/long, rounded down.
-    (w.saturating_mul(IMAGE_MAX_EDGE) / long, h.saturating_mul(IMAGE_MAX_EDGE) / long)
+    // `long` is past the edge here, so never 0.
+    let scale = |side: u64| side.saturating_mul(IMAGE_MAX_EDGE).checked_div(long).unwrap_or(side);
+    (scale(w), scale(h))
 }
 
 /// Reads width and height from the image header, decoding only a prefix of the base64 first.
 fn dimensions(b64: &str) -> Option<(u64, u64)> {
     let engine = base64::engine::general_purpose::STANDARD;
     // Headers of PNG, GIF, WebP and most JPEGs lie in the first few KB.
-    let prefix_len = (b64.len().min(64 * 1024) / 4) * 4;
+    // At most 64 KiB, rounded down to whole base64 quanta of 4 characters.
+    let prefix_len = b64.len().min(64 * 1024) & !3;
     let try_decode = |s: &str| -> Option<(u64, u64)> {
         let bytes = engine.decode(s.trim_end_matches('=')).ok().or_else(|| engine.decode(s).ok())?;
         let size = imagesize::blob_size(&bytes).ok()?;
