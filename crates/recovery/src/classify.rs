@@ -217,12 +217,12 @@ pub fn status_tokens(text: &str) -> Vec<u16> {
     let mut i = 0;
     while let Some(c) = at(i) {
         if !c.is_ascii_digit() {
-            i += 1;
+            i = i.saturating_add(1);
             continue;
         }
         let start = i;
         while at(i).is_some_and(|c| c.is_ascii_digit()) {
-            i += 1;
+            i = i.saturating_add(1);
         }
         let before = start.checked_sub(1).and_then(at);
         let before2 = start.checked_sub(2).and_then(at);
@@ -234,7 +234,7 @@ pub fn status_tokens(text: &str) -> Vec<u16> {
             before.is_none_or(|c| !c.is_alphanumeric() && c != '_') && !(grouping(before) && digit(before2));
         let after_ok =
             after.is_none_or(|c| !c.is_alphanumeric() && c != '_') && !(grouping(after) && digit(after2));
-        if i - start == 3 && before_ok && after_ok {
+        if i.checked_sub(start) == Some(3) && before_ok && after_ok {
             let s: String = chars.get(start..i).unwrap_or(&[]).iter().collect();
             if let Ok(n) = s.parse::<u16>() {
                 if (100..=599).contains(&n) {

@@ -181,7 +181,7 @@ pub fn render_segment(
     lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> String {
     let budget = (window_chars / 2).max(SUMMARIZER_INPUT_FLOOR);
-    let share = (budget / segment.len().max(1)).max(MIN_SHARE);
+    let share = budget.checked_div(segment.len()).unwrap_or(budget).max(MIN_SHARE);
     let mut out = String::new();
     for m in segment {
         let mut content = m.content.clone();
@@ -195,7 +195,7 @@ pub fn render_segment(
             }
         }
         if content.len() > share {
-            let h = salvage_types::truncate::head(&content, share * 3 / 4);
+            let h = salvage_types::truncate::head(&content, share.saturating_mul(3) / 4);
             let t = salvage_types::truncate::tail(&content, share / 4);
             content = format!("{h}\n…\n{t}");
         }
@@ -224,7 +224,7 @@ pub(crate) fn cap_verbatim(
 ) -> Result<u64, ArchiveError> {
     let cap = budget / 4;
     let mut total: u64 = h.iter().filter(|m| m.meta.preserve_verbatim).map(message_weight).sum();
-    let mut aged = 0;
+    let mut aged: u64 = 0;
     for m in h.iter_mut() {
         if total <= cap {
             break;
@@ -243,7 +243,7 @@ pub(crate) fn cap_verbatim(
         );
         m.meta.preserve_verbatim = false;
         total = total.saturating_sub(w);
-        aged += 1;
+        aged = aged.saturating_add(1);
     }
     Ok(aged)
 }
@@ -317,9 +317,9 @@ fn finish(
     if outcome == StepOutcome::Applied {
         // The undo snapshot exists only for a real rewrite.
         state.undo.push(before.to_vec());
-        state.compactions += 1;
+        state.compactions = state.compactions.saturating_add(1);
         if level >= 3 {
-            state.level3 += 1;
+            state.level3 = state.level3.saturating_add(1);
         }
     }
     events.push(EventBody::Compaction {
@@ -375,7 +375,7 @@ fn run_levels(
     // Level 2: summarize the middle.
     let mut backoff_skip = false;
     if state.backoff > 0 {
-        state.backoff -= 1;
+        state.backoff = state.backoff.saturating_sub(1);
         backoff_skip = true;
     } else if let Some(summarized) = summarize(&h, plan, io, events, &mut cost)? {
         h = summarized;
@@ -414,7 +414,7 @@ fn summarize(
     while cut > start && h.get(cut).is_some_and(|m| m.role == Role::Tool) {
         cut = cut.saturating_sub(1);
     }
-    let segment = &h[start..cut];
+    let segment = h.get(start..cut).unwrap_or_default();
     if segment.len() < MIN_SEGMENT {
         return Ok(None);
     }
@@ -472,17 +472,17 @@ fn summarize(
     summary.meta.is_summary = true;
     summary.meta.summary_of = Some(segment.len() as u64);
     let mut items: Vec<Tracked> =
-        h[..start].iter().cloned().map(|msg| Tracked { origin: None, msg }).collect();
+        h.iter().take(start).cloned().map(|msg| Tracked { origin: None, msg }).collect();
     items.push(Tracked { origin: None, msg: summary });
     // Verbatim messages are re-attached right after the summary; so is the task when it was in
     // the segment.
     let task = task_index(h).filter(|&t| t >= start && t < cut);
     for (i, m) in segment.iter().enumerate() {
-        if m.meta.preserve_verbatim || Some(start + i) == task {
+        if m.meta.preserve_verbatim || Some(start.saturating_add(i)) == task {
             items.push(Tracked { origin: None, msg: m.clone() });
         }
     }
-    items.extend(h[cut..].iter().cloned().map(|msg| Tracked { origin: None, msg }));
+    items.extend(h.iter().skip(cut).cloned().map(|msg| Tracked { origin: None, msg }));
     let items = downgrade_orphan_verbatim(items);
     let (items, _) = repair_tracked(items);
     Ok(Some(items.into_iter().map(|t| t.msg).collect()))

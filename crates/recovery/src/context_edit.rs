@@ -74,9 +74,9 @@ pub fn mirror(
             stub.push_str(&format!(" — recoverable via @recall {}", k.marker()));
         }
         stub.push(']');
-        report.freed_bytes += before.saturating_sub(stub.len()) as u64;
+        report.freed_bytes = report.freed_bytes.saturating_add(before.saturating_sub(stub.len()) as u64);
         m.content = stub;
-        report.stubs += 1;
+        report.stubs = report.stubs.saturating_add(1);
     }
     Ok((out, report))
 }

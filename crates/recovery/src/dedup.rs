@@ -55,7 +55,7 @@ pub fn read_of(name: &str, args: &Value) -> Option<(String, Range)> {
     let num =
         |k: &str| args.get(k).and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())));
     let lines = if let (Some(o), Some(l)) = (num("offset"), num("limit")) {
-        Some((o.max(1), o.max(1) + l.max(1) - 1))
+        Some((o.max(1), o.max(1).saturating_add(l.max(1).saturating_sub(1))))
     } else if let (Some(a), Some(b)) = (num("start_line"), num("end_line")) {
         Some((a, b))
     } else if let Some((a, b)) = args.get("lines").and_then(Value::as_str).and_then(|s| s.split_once('-')) {
@@ -105,20 +105,19 @@ pub fn dedup(
     let mut out = history.to_vec();
     let mut report = DedupReport::default();
     for (k, (i, path, range)) in results.iter().enumerate() {
-        let superseded = results[k + 1..].iter().any(|(_, p, r)| p == path && r.covers(range));
-        if !superseded {
-            continue;
-        }
-        let before = out[*i].content.len();
+        let mut later = results.iter().skip(k.saturating_add(1));
+        let superseded = later.any(|(_, p, r)| p == path && r.covers(range));
+        let Some(m) = out.get_mut(*i).filter(|_| superseded) else { continue };
+        let before = m.content.len();
         let mut stub = format!("{STUB_PREFIX}{path} ({}) superseded by a later read", range.describe());
-        if let Some(key) = archiver.put(out[*i].content.as_bytes())? {
+        if let Some(key) = archiver.put(m.content.as_bytes())? {
             stub.push_str(&format!(" — recoverable via @recall {}", key.marker()));
         }
         stub.push(']');
         if stub.len() < before {
-            report.stubbed += 1;
-            report.freed_bytes += (before - stub.len()) as u64;
-            out[*i].content = stub;
+            report.stubbed = report.stubbed.saturating_add(1);
+            report.freed_bytes = report.freed_bytes.saturating_add(before.saturating_sub(stub.len()) as u64);
+            m.content = stub;
         }
     }
     Ok((out, report))

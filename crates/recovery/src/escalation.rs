@@ -40,7 +40,7 @@ impl Escalation {
         if next <= base {
             return Step { max_tokens: base, escalated: false };
         }
-        self.used += 1;
+        self.used = self.used.saturating_add(1);
         Step { max_tokens: next, escalated: true }
     }
 }

@@ -153,7 +153,7 @@ pub fn apply(
     ctx: &mut RungContext<'_>,
 ) -> Result<RungOutcome, ArchiveError> {
     let before_bytes = history_weight(history);
-    let task = task_index(history).map(|i| history[i].clone());
+    let task = task_index(history).and_then(|i| history.get(i)).cloned();
     let (out, dropped, cut, dropped_marker, pairing, budget, shrink_report) = match rung {
         Rung::Aggressive => {
             let items: Vec<Tracked> = history
@@ -166,7 +166,7 @@ pub fn apply(
             // Orphans the repair removes are archived too: nothing is lost.
             let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
             let orphans: Vec<&Message> =
-                (0..history.len()).filter(|i| !kept.contains(i)).map(|i| &history[i]).collect();
+                history.iter().enumerate().filter(|(i, _)| !kept.contains(i)).map(|(_, m)| m).collect();
             let dropped_orphans = orphans.len();
             let mut orphan_marker = None;
             let mut repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
@@ -189,7 +189,7 @@ pub fn apply(
             let mut cut = budget.previewed;
             for m in out.iter_mut().filter(|m| m.role == Role::Assistant) {
                 if cut_preserve_end(m, RUNG1_ASSISTANT_MAX, &mut ctx.archiver)? {
-                    cut += 1;
+                    cut = cut.saturating_add(1);
                 }
             }
             (out, dropped_orphans, cut, orphan_marker, pairing, Some(budget), None)
@@ -201,17 +201,17 @@ pub fn apply(
             if let Some(budget) = ctx.payload_budget {
                 crate::compaction::cap_verbatim(&mut out, budget, &mut ctx.archiver)?;
             }
-            let mut cut = 0;
+            let mut cut: usize = 0;
             let mut shrink_report = None;
             if rung == Rung::Nuclear {
                 for m in out.iter_mut().filter(|m| m.role != Role::System && !is_notice(m)) {
                     if cut_preserve_end(m, RUNG3_MESSAGE_MAX, &mut ctx.archiver)? {
-                        cut += 1;
+                        cut = cut.saturating_add(1);
                     }
                 }
                 if let Some(budget) = ctx.payload_budget {
                     let (shrunk, r) = shrink(&out, budget, &mut ctx.archiver)?;
-                    cut += r.cuts;
+                    cut = cut.saturating_add(r.cuts);
                     out = shrunk;
                     shrink_report = Some(r);
                 }
@@ -258,16 +258,25 @@ pub(crate) fn keep_last(
     keep_verbatim: bool,
     archiver: &mut Archiver<'_>,
 ) -> Result<(Vec<Message>, usize, Option<String>, PairingReport), ArchiveError> {
-    let system: Vec<usize> = (0..history.len()).filter(|&i| history[i].role == Role::System).collect();
-    let rest: Vec<usize> = (0..history.len()).filter(|&i| history[i].role != Role::System).collect();
+    let role = |i: usize| history.get(i).map(|m| m.role);
+    let indices = |system: bool| -> Vec<usize> {
+        history
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| (m.role == Role::System) == system)
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let system: Vec<usize> = indices(true);
+    let rest: Vec<usize> = indices(false);
     let start = rest.len().saturating_sub(keep);
-    let mut window: Vec<usize> = rest[start..].to_vec();
+    let mut window: Vec<usize> = rest.iter().skip(start).copied().collect();
     let task = task_index(history);
     match task {
         Some(t) if window.contains(&t) => {
             // The task is inside: start the kept part at the first user message.
             while let Some(&first) = window.first() {
-                if history[first].role == Role::User {
+                if role(first) == Some(Role::User) {
                     break;
                 }
                 window.remove(0);
@@ -276,13 +285,13 @@ pub(crate) fn keep_last(
         Some(t) => {
             // [better] The task lies before the window (native tool-call chains): keep it, placed
             // before the window, instead of dropping everything up to the next user message.
-            while window.first().is_some_and(|&f| history[f].role == Role::Tool) {
+            while window.first().is_some_and(|&f| role(f) == Some(Role::Tool)) {
                 window.remove(0);
             }
             window.insert(0, t);
         }
         None => {
-            while window.first().is_some_and(|&f| history[f].role != Role::User) && window.len() > 1 {
+            while window.first().is_some_and(|&f| role(f) != Some(Role::User)) && window.len() > 1 {
                 window.remove(0);
             }
         }
@@ -292,7 +301,7 @@ pub(crate) fn keep_last(
         let before: Vec<usize> = rest
             .iter()
             .copied()
-            .filter(|i| history[*i].meta.preserve_verbatim && !window.contains(i))
+            .filter(|i| history.get(*i).is_some_and(|m| m.meta.preserve_verbatim) && !window.contains(i))
             .collect();
         for (n, i) in before.into_iter().enumerate() {
             window.insert(n, i);
@@ -303,13 +312,13 @@ pub(crate) fn keep_last(
     let items: Vec<Tracked> = system
         .iter()
         .chain(window.iter())
-        .map(|&i| Tracked { origin: Some(i), msg: history[i].clone() })
+        .filter_map(|&i| Some(Tracked { origin: Some(i), msg: history.get(i)?.clone() }))
         .collect();
     let items = if keep_verbatim { downgrade_orphan_verbatim(items) } else { items };
     let (items, pairing) = repair_tracked(items);
     let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
     let dropped_msgs: Vec<&Message> =
-        rest.iter().filter(|i| !kept.contains(i)).map(|&i| &history[i]).collect();
+        rest.iter().filter(|i| !kept.contains(i)).filter_map(|&i| history.get(i)).collect();
     let dropped = dropped_msgs.len();
     let n_system = items.iter().take_while(|t| t.msg.role == Role::System).count();
     let mut out: Vec<Message> = items.into_iter().map(|t| t.msg).collect();

@@ -76,8 +76,8 @@ pub fn kind_of(content: &str) -> &'static str {
     if t.contains("function ") || t.contains("=> {") || t.starts_with("const ") || t.contains("\nconst ") {
         return "JavaScript source";
     }
-    let braces = t.matches('{').count() + t.matches(';').count();
-    if braces * 40 > t.len().max(1) {
+    let braces = t.matches('{').count().saturating_add(t.matches(';').count());
+    if braces.saturating_mul(40) > t.len().max(1) {
         return "source code";
     }
     "text"
@@ -96,20 +96,22 @@ fn own_key(
 /// The head+tail preview of a long result.
 pub fn preview(content: &str) -> String {
     let mut h = head(content, HEAD);
-    if let Some(nl) = h.rfind('\n').filter(|&p| p + 1 > HEAD_MIN_BREAK) {
-        h = &h[..=nl];
+    if let Some(nl) = h.rfind('\n').filter(|&p| p >= HEAD_MIN_BREAK) {
+        h = h.get(..=nl).unwrap_or(h);
     }
-    let mut t = tail(content, TAIL);
-    if let Some(nl) = t.find('\n').filter(|&p| p + 1 < t.len()) {
-        t = &t[nl + 1..];
+    // The tail is taken from what follows the head, so the two never overlap.
+    let rest = content.get(h.len()..).unwrap_or_default();
+    let mut t = tail(rest, TAIL);
+    if let Some((_, after)) = t.split_once('\n').filter(|(_, after)| !after.is_empty()) {
+        t = after;
     }
-    let omitted = content.len().saturating_sub(h.len() + t.len());
+    let omitted = rest.len().saturating_sub(t.len());
     format!("{h}\n[... {omitted}{PREVIEW_TAG}\n{t}")
 }
 
 /// `[Old tool result cleared — L lines, C chars, KIND]`.
 pub fn stub_line(original: &str) -> String {
-    let lines = original.bytes().filter(|b| *b == b'\n').count() + 1;
+    let lines = original.bytes().filter(|b| *b == b'\n').count().saturating_add(1);
     format!("{STUB_PREFIX}{lines} lines, {} chars, {}]", original.chars().count(), kind_of(original))
 }
 
@@ -127,13 +129,12 @@ pub fn microcompact(
         return Ok((out, report));
     }
     let mut assistants_after = 0u32;
-    for i in (0..out.len()).rev() {
+    for m in out.iter_mut().rev() {
         let age = assistants_after;
-        if out[i].role == Role::Assistant {
-            assistants_after += 1;
+        if m.role == Role::Assistant {
+            assistants_after = assistants_after.saturating_add(1);
             continue;
         }
-        let m = &out[i];
         let own = own_key(&m.content, archiver, lookup);
         let is_stub = own.is_some() && m.content.starts_with(STUB_PREFIX);
         if !m.is_tool_output() || m.meta.preserve_verbatim || is_stub {
@@ -161,16 +162,17 @@ pub fn microcompact(
                 None => text,
             };
             if new.len() < before {
-                report.summarized += 1;
-                report.freed_bytes += (before - new.len()) as u64;
-                out[i].content = new;
+                report.summarized = report.summarized.saturating_add(1);
+                report.freed_bytes =
+                    report.freed_bytes.saturating_add(before.saturating_sub(new.len()) as u64);
+                m.content = new;
             }
         } else if age >= ages.truncate && !preview_already {
-            let reduced = archiver.reduce(&out[i].content, |body, _| Some(preview(body)))?;
+            let reduced = archiver.reduce(&m.content, |body, _| Some(preview(body)))?;
             if let Some(p) = reduced {
-                report.truncated += 1;
-                report.freed_bytes += (before - p.len()) as u64;
-                out[i].content = p;
+                report.truncated = report.truncated.saturating_add(1);
+                report.freed_bytes = report.freed_bytes.saturating_add(before.saturating_sub(p.len()) as u64);
+                m.content = p;
             }
         }
     }

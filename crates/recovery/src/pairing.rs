@@ -60,36 +60,37 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
     let n = items.len();
     let mut claimed = vec![false; n];
     let mut out: Vec<Tracked> = Vec::with_capacity(n);
-    for i in 0..n {
-        let m = &items[i].msg;
+    for (i, item) in items.iter().enumerate() {
+        let m = &item.msg;
         match m.role {
             Role::Tool => {
-                if !claimed[i] {
-                    report.orphans += 1;
+                if claimed.get(i) != Some(&true) {
+                    report.orphans = report.orphans.saturating_add(1);
                     report.orphan_ids.push(m.tool_call_id.clone().unwrap_or_default());
                 }
             }
             Role::Assistant if !m.tool_calls.is_empty() => {
-                let mut asst = items[i].clone();
+                let mut asst = item.clone();
                 let mut seen: HashSet<String> = HashSet::new();
                 let before = asst.msg.tool_calls.len();
                 asst.msg.tool_calls.retain(|c| !c.id.is_empty() && seen.insert(c.id.clone()));
-                report.pruned_calls += before - asst.msg.tool_calls.len();
+                report.pruned_calls =
+                    report.pruned_calls.saturating_add(before.saturating_sub(asst.msg.tool_calls.len()));
                 // Claim the first matching result of each call before the next assistant message.
                 let mut found: Vec<Option<usize>> = vec![None; asst.msg.tool_calls.len()];
-                let mut j = i + 1;
-                while j < n && items[j].msg.role != Role::Assistant {
-                    if items[j].msg.role == Role::Tool && !claimed[j] {
-                        if let Some(id) = items[j].msg.tool_call_id.as_deref() {
-                            if let Some(k) = asst.msg.tool_calls.iter().position(|c| c.id == id) {
-                                if found[k].is_none() {
-                                    found[k] = Some(j);
-                                    claimed[j] = true;
-                                }
-                            }
+                let after = items.iter().enumerate().skip(i.saturating_add(1));
+                for (j, t) in after.take_while(|(_, t)| t.msg.role != Role::Assistant) {
+                    if t.msg.role != Role::Tool || claimed.get(j) != Some(&false) {
+                        continue;
+                    }
+                    let Some(id) = t.msg.tool_call_id.as_deref() else { continue };
+                    let Some(k) = asst.msg.tool_calls.iter().position(|c| c.id == id) else { continue };
+                    if let Some(slot @ None) = found.get_mut(k) {
+                        *slot = Some(j);
+                        if let Some(c) = claimed.get_mut(j) {
+                            *c = true;
                         }
                     }
-                    j += 1;
                 }
                 let calls = asst.msg.tool_calls.clone();
                 out.push(asst);
@@ -98,35 +99,36 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
                 let adjacent = all_found && {
                     let mut idx: Vec<usize> = found.iter().flatten().copied().collect();
                     idx.sort_unstable();
-                    idx.iter().enumerate().all(|(o, &x)| x == i + 1 + o)
+                    idx.iter().enumerate().all(|(o, &x)| i.saturating_add(1).saturating_add(o) == x)
                 };
                 if adjacent && k > 0 {
                     // Results out of order but adjacent are valid: keep them as they are.
-                    out.extend(items[i + 1..i + 1 + k].iter().cloned());
+                    out.extend(items.iter().skip(i.saturating_add(1)).take(k).cloned());
                 } else {
                     let mut prev: Option<usize> = None;
                     for (c, f) in calls.iter().zip(&found) {
-                        match f {
-                            Some(x) => {
+                        match f.and_then(|x| Some((x, items.get(x)?))) {
+                            Some((x, result)) => {
                                 // Moved over a non-tool message to sit right after its call.
-                                if (i + 1..*x).any(|t| items[t].msg.role != Role::Tool) {
-                                    report.relocated += 1;
+                                let mut between = items.iter().take(x).skip(i.saturating_add(1));
+                                if between.any(|t| t.msg.role != Role::Tool) {
+                                    report.relocated = report.relocated.saturating_add(1);
                                 }
-                                if prev.is_some_and(|p| *x < p) {
-                                    report.reordered += 1;
+                                if prev.is_some_and(|p| x < p) {
+                                    report.reordered = report.reordered.saturating_add(1);
                                 }
-                                prev = Some(*x);
-                                out.push(items[*x].clone());
+                                prev = Some(x);
+                                out.push(result.clone());
                             }
                             None => {
-                                report.synthetic += 1;
+                                report.synthetic = report.synthetic.saturating_add(1);
                                 out.push(Tracked { origin: None, msg: synthetic_result(&c.id) });
                             }
                         }
                     }
                 }
             }
-            _ => out.push(items[i].clone()),
+            _ => out.push(item.clone()),
         }
     }
     (out, report)
@@ -143,9 +145,8 @@ pub fn repair(history: &[Message]) -> (Vec<Message>, PairingReport) {
 /// True when every call is answered right after it (in any order), no call id is empty or
 /// repeated within a message, and no tool result is an orphan.
 pub fn is_valid(history: &[Message]) -> bool {
-    let mut i = 0;
-    while i < history.len() {
-        let m = &history[i];
+    let mut messages = history.iter();
+    while let Some(m) = messages.next() {
         match m.role {
             Role::Tool => return false,
             Role::Assistant if !m.tool_calls.is_empty() => {
@@ -155,9 +156,9 @@ pub fn is_valid(history: &[Message]) -> bool {
                         return false;
                     }
                 }
-                let k = ids.len();
-                for j in 1..=k {
-                    match history.get(i + j) {
+                // The next `ids.len()` messages answer the calls, one each.
+                for _ in 0..ids.len() {
+                    match messages.next() {
                         Some(t) if t.role == Role::Tool => {
                             if !t.tool_call_id.as_deref().is_some_and(|id| ids.remove(id)) {
                                 return false;
@@ -166,9 +167,8 @@ pub fn is_valid(history: &[Message]) -> bool {
                         _ => return false,
                     }
                 }
-                i += k + 1;
             }
-            _ => i += 1,
+            _ => {}
         }
     }
     true

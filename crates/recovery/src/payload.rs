@@ -176,7 +176,7 @@ pub fn preflight(cap: Option<u64>, history_bytes: u64, already_warned: bool) -> 
             message: format!(
                 "pre-flight: history {} ≈ {}% of configured cap ({}) — compacting",
                 format_bytes(history_bytes),
-                history_bytes.saturating_mul(100) / c.max(1),
+                history_bytes.saturating_mul(100).checked_div(c.max(1)).unwrap_or_default(),
                 format_bytes(c)
             ),
         },

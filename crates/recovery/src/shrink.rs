@@ -33,36 +33,43 @@ pub fn shrink(
 ) -> Result<(Vec<Message>, ShrinkReport), ArchiveError> {
     let mut out = history.to_vec();
     let mut weights: Vec<u64> = out.iter().map(message_weight).collect();
-    let mut total: u64 = weights.iter().sum();
+    let mut total: u64 = weights.iter().copied().fold(0, u64::saturating_add);
     let mut report = ShrinkReport { before_bytes: total, ..ShrinkReport::default() };
     let mut stuck = vec![false; out.len()];
     while total > budget {
-        let mut best: Option<usize> = None;
-        for (i, m) in out.iter().enumerate() {
-            if stuck[i] || m.role == Role::System || m.meta.preserve_verbatim || m.content.len() <= MIN_SHRINK
-            {
+        // The largest candidate, first on ties: (index, content length).
+        let mut best: Option<(usize, usize)> = None;
+        for (i, (m, stuck)) in out.iter().zip(&stuck).enumerate() {
+            if *stuck || m.role == Role::System || m.meta.preserve_verbatim || m.content.len() <= MIN_SHRINK {
                 continue;
             }
-            if best.is_none_or(|b| m.content.len() > out[b].content.len()) {
-                best = Some(i);
+            if best.is_none_or(|(_, len)| m.content.len() > len) {
+                best = Some((i, m.content.len()));
             }
         }
-        let Some(i) = best else { break };
-        let len = out[i].content.len() as u64;
-        let target = len.saturating_sub(total - budget).saturating_sub(BANNER_SLACK).max(MIN_SHRINK as u64);
+        let Some((i, len)) = best else { break };
+        let (Some(m), Some(weight), Some(stuck)) = (out.get_mut(i), weights.get_mut(i), stuck.get_mut(i))
+        else {
+            break;
+        };
+        let target = (len as u64)
+            .saturating_sub(total.saturating_sub(budget))
+            .saturating_sub(BANNER_SLACK)
+            .max(MIN_SHRINK as u64);
         let target = usize::try_from(target).unwrap_or(MIN_SHRINK);
-        let Some(cut) = archiver.reduce(&out[i].content, |body, room| {
+        let Some(cut) = archiver.reduce(&m.content, |body, room| {
             structure_preserving(body, target.saturating_sub(room).max(MIN_SHRINK))
         })?
         else {
-            stuck[i] = true;
+            *stuck = true;
             continue;
         };
-        out[i].content = cut;
-        report.cuts += 1;
-        let w = message_weight(&out[i]);
-        total = total - weights[i] + w;
-        weights[i] = w;
+        m.content = cut;
+        report.cuts = report.cuts.saturating_add(1);
+        let w = message_weight(m);
+        // `total` is the sum of the weights, so it holds the old weight of this message.
+        total = total.saturating_sub(*weight).saturating_add(w);
+        *weight = w;
     }
     report.after_bytes = history_weight(&out);
     report.fits = report.after_bytes <= budget;

@@ -23,12 +23,11 @@ pub fn age_skills(
     let mut out = history.to_vec();
     let mut report = SkillReport::default();
     let mut assistants_after = 0u32;
-    for i in (0..out.len()).rev() {
-        if out[i].role == Role::Assistant {
-            assistants_after += 1;
+    for m in out.iter_mut().rev() {
+        if m.role == Role::Assistant {
+            assistants_after = assistants_after.saturating_add(1);
             continue;
         }
-        let m = &out[i];
         let Some(names) = m.meta.skill_names.clone() else { continue };
         if m.meta.skill_collapsed || m.meta.preserve_verbatim || assistants_after <= age_turns {
             continue;
@@ -40,10 +39,11 @@ pub fn age_skills(
         }
         stub.push(']');
         if stub.len() < before {
-            out[i].content = stub;
-            out[i].meta.skill_collapsed = true;
-            report.collapsed += 1;
-            report.freed_bytes += (before - out[i].content.len()) as u64;
+            m.content = stub;
+            m.meta.skill_collapsed = true;
+            report.collapsed = report.collapsed.saturating_add(1);
+            report.freed_bytes =
+                report.freed_bytes.saturating_add(before.saturating_sub(m.content.len()) as u64);
         }
     }
     Ok((out, report))

@@ -212,7 +212,7 @@ impl Builtin {
             if skip > 0 {
                 out.push_str(&format!("- … {skip} earlier\n"));
             }
-            for i in &items[skip..] {
+            for i in items.iter().skip(skip) {
                 out.push_str(&format!("- {i}\n"));
             }
             out.push('\n');

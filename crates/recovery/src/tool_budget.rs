@@ -117,33 +117,38 @@ pub fn apply(
 ) -> Result<(Vec<Message>, BudgetReport), ArchiveError> {
     let mut out = history.to_vec();
     let mut report = BudgetReport::default();
-    let mut i = 0;
-    while i < out.len() {
-        if !out[i].has_tool_calls() {
-            i += 1;
+    let mut i = 0usize;
+    while let Some(m) = out.get(i) {
+        if !m.has_tool_calls() {
+            i = i.saturating_add(1);
             continue;
         }
-        let start = i + 1;
-        let mut end = start;
-        while end < out.len() && out[end].role == Role::Tool {
-            end += 1;
-        }
-        for m in &mut out[start..end] {
+        // The group: the tool messages right after the call.
+        let start = i.saturating_add(1);
+        let end = start.saturating_add(out.iter().skip(start).take_while(|m| m.role == Role::Tool).count());
+        let Some(group) = out.get_mut(start..end) else { break };
+        for m in group.iter_mut() {
             if !m.meta.preserve_verbatim && m.content.len() > limits.per_result {
                 cut(m, limits.per_result, archiver, &mut report)?;
             }
         }
         loop {
-            let total: usize = out[start..end].iter().map(|m| m.content.len()).sum();
+            let total = group.iter().map(|m| m.content.len()).fold(0, usize::saturating_add);
             if total <= limits.per_turn {
                 break;
             }
             // Largest first (first on ties), among results that can still be cut.
-            let mut order: Vec<usize> = (start..end).filter(|&j| !out[j].meta.preserve_verbatim).collect();
-            order.sort_by(|a, b| out[*b].content.len().cmp(&out[*a].content.len()).then(a.cmp(b)));
+            let mut order: Vec<(usize, usize)> = group
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| !m.meta.preserve_verbatim)
+                .map(|(j, m)| (j, m.content.len()))
+                .collect();
+            order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             let mut progressed = false;
-            for j in order {
-                if cut(&mut out[j], limits.per_result, archiver, &mut report)? {
+            for (j, _) in order {
+                let Some(m) = group.get_mut(j) else { continue };
+                if cut(m, limits.per_result, archiver, &mut report)? {
                     progressed = true;
                     break;
                 }
@@ -152,7 +157,7 @@ pub fn apply(
                 break;
             }
         }
-        i = end.max(i + 1);
+        i = end.max(i.saturating_add(1));
     }
     Ok((out, report))
 }

@@ -34,18 +34,19 @@ fn strip_blocks(s: &str, pairs: &[(&str, &str)], replace: impl Fn(&str) -> Optio
         return (s.to_string(), 0);
     }
     let mut out = s.to_string();
-    let mut n = 0;
+    let mut n: u64 = 0;
     for (open, close) in pairs {
-        let mut from = 0;
-        while let Some(i) = out[from..].find(open) {
-            let start = from + i;
-            let Some(j) = out[start..].find(close) else { break };
-            let end = start + j + close.len();
-            match replace(&out[start..end]) {
+        let mut from = 0usize;
+        while let Some(i) = out.get(from..).and_then(|rest| rest.find(open)) {
+            let start = from.saturating_add(i);
+            let Some(j) = out.get(start..).and_then(|rest| rest.find(close)) else { break };
+            let end = start.saturating_add(j).saturating_add(close.len());
+            let Some(block) = out.get(start..end) else { break };
+            match replace(block) {
                 Some(r) => {
                     out.replace_range(start..end, &r);
-                    from = start + r.len();
-                    n += 1;
+                    from = start.saturating_add(r.len());
+                    n = n.saturating_add(1);
                 }
                 None => from = end,
             }
@@ -89,8 +90,8 @@ pub fn trim(
                 })?;
                 if let Some(c) = reduced {
                     m.content = c;
-                    r.reasoning += n1;
-                    r.markup += n2;
+                    r.reasoning = r.reasoning.saturating_add(n1);
+                    r.markup = r.markup.saturating_add(n2);
                 }
             }
             Role::Assistant => {}
@@ -104,13 +105,13 @@ pub fn trim(
                         archiver.reduce(&m.content, |body, _| Some(crate::tool_budget::preview(body)))?
                     {
                         m.content = p;
-                        r.shortened += 1;
+                        r.shortened = r.shortened.saturating_add(1);
                     }
                 }
             }
             Role::System => {}
         }
-        r.freed_bytes += before.saturating_sub(m.content.len()) as u64;
+        r.freed_bytes = r.freed_bytes.saturating_add(before.saturating_sub(m.content.len()) as u64);
     }
     Ok((out, r))
 }

@@ -127,8 +127,12 @@ fn compaction_with_min_keep_recent_zero() {
                 status: &mut status,
                 cancel: &Cancel::new(),
             };
-            let plan =
-                Plan { budget, trigger: Trigger::Manual, min_keep_recent: 0, summarizer_window_chars: 100_000 };
+            let plan = Plan {
+                budget,
+                trigger: Trigger::Manual,
+                min_keep_recent: 0,
+                summarizer_window_chars: 100_000,
+            };
             compact(&h, &plan, &mut state, &mut io).unwrap()
         };
         assert!(pairing::is_valid(&o.history));
@@ -136,4 +140,32 @@ fn compaction_with_min_keep_recent_zero() {
         let lookup = |k: &str| mem.get(k);
         assert_eq!(lost(&h, &o.history, &lookup), vec![], "budget {budget}");
     }
+}
+
+/// A read call whose `offset` + `limit` overflow (hostile arguments) overflowed computing the
+/// range's last line. Found by `clippy::arithmetic_side_effects`.
+#[test]
+fn a_read_range_at_the_end_of_u64_does_not_overflow() {
+    use salvage_recovery::dedup::{dedup, read_of};
+    let args = serde_json::json!({"path": "a.rs", "offset": u64::MAX, "limit": 10});
+    let (_, range) = read_of("read_file", &args).unwrap();
+    assert_eq!(range.lines, Some((u64::MAX, u64::MAX)));
+    let mut first = call(&["r1"]);
+    first.tool_calls[0].name = "read_file".into();
+    first.tool_calls[0].arguments = args.clone();
+    let mut second = first.clone();
+    second.tool_calls[0].id = "r2".into();
+    let body = "fn a() {}\n".repeat(100);
+    let h = vec![
+        Message::user("read it twice"),
+        first,
+        Message::tool("r1", body.clone()),
+        second,
+        Message::tool("r2", body.clone()),
+    ];
+    let mut mem = MemoryArchive::new();
+    let (out, report) = dedup(&h, &mut Archiver::new(Some(&mut mem as &mut dyn Archive))).unwrap();
+    assert_eq!(report.stubbed, 1);
+    let lookup = |k: &str| mem.get(k);
+    assert_eq!(lost(&h, &out, &lookup), vec![]);
 }

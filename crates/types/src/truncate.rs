@@ -41,7 +41,8 @@ pub fn preserve_end(s: &str, max: usize) -> Option<String> {
     }
     let head_len = max.saturating_mul(3) / 4;
     let tail_len = max.saturating_sub(head_len).saturating_sub(50);
-    let mut out = String::with_capacity(head_len.saturating_add(tail_len).saturating_add(TRUNCATED_JOINT.len()));
+    let mut out =
+        String::with_capacity(head_len.saturating_add(tail_len).saturating_add(TRUNCATED_JOINT.len()));
     out.push_str(head(s, head_len));
     out.push_str(TRUNCATED_JOINT);
     out.push_str(tail(s, tail_len));

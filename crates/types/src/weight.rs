@@ -17,10 +17,8 @@ pub fn image_tokens(image: &Image) -> u64 {
         return IMAGE_MIN_TOKENS;
     };
     // Strip a data-URL prefix if present.
-    let b64 = data
-        .strip_prefix("data:")
-        .and_then(|rest| rest.split_once(";base64,"))
-        .map_or(data, |(_, b64)| b64);
+    let b64 =
+        data.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")).map_or(data, |(_, b64)| b64);
     match dimensions(b64) {
         Some((w, h)) => {
             let (w, h) = scale_to_edge(w, h);
