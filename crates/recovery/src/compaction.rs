@@ -468,22 +468,36 @@ fn summarize(
             k.marker()
         ));
     }
+    // The kept messages: the leading system block; verbatim messages, re-attached right after the
+    // summary, and so is the task when it was in the segment; the recent tail. Each keeps its index
+    // so that what the pairing repair removes (orphans) is known, and archived.
+    let task = task_index(h).filter(|&t| t >= start && t < cut);
+    let reattached = segment.iter().enumerate().filter_map(|(i, m)| {
+        let at = start.saturating_add(i);
+        (m.meta.preserve_verbatim || Some(at) == task).then_some(at)
+    });
+    let kept: Vec<usize> = (0..start).chain(reattached).chain(cut..h.len()).collect();
+    let items: Vec<Tracked> =
+        kept.iter().filter_map(|&i| Some(Tracked { origin: Some(i), msg: h.get(i)?.clone() })).collect();
+    let items = downgrade_orphan_verbatim(items);
+    let (mut items, _) = repair_tracked(items);
+    let survived: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
+    let removed: Vec<&Message> =
+        kept.iter().filter(|i| !survived.contains(i)).filter_map(|&i| h.get(i)).collect();
+    if !removed.is_empty() {
+        // Orphans the repair removes stay recallable (section 6): the summary carries the marker
+        // of their transcript.
+        let transcript = serde_json::to_vec(&removed).map_err(|e| ArchiveError(e.to_string()))?;
+        if let Some(k) = io.archiver.put(&transcript)? {
+            content.push('\n');
+            content.push_str(&crate::ladder::dropped_line(&k.marker()));
+        }
+    }
     let mut summary = Message::user(content);
     summary.meta.is_summary = true;
     summary.meta.summary_of = Some(segment.len() as u64);
-    let mut items: Vec<Tracked> =
-        h.iter().take(start).cloned().map(|msg| Tracked { origin: None, msg }).collect();
-    items.push(Tracked { origin: None, msg: summary });
-    // Verbatim messages are re-attached right after the summary; so is the task when it was in
-    // the segment.
-    let task = task_index(h).filter(|&t| t >= start && t < cut);
-    for (i, m) in segment.iter().enumerate() {
-        if m.meta.preserve_verbatim || Some(start.saturating_add(i)) == task {
-            items.push(Tracked { origin: None, msg: m.clone() });
-        }
-    }
-    items.extend(h.iter().skip(cut).cloned().map(|msg| Tracked { origin: None, msg }));
-    let items = downgrade_orphan_verbatim(items);
-    let (items, _) = repair_tracked(items);
+    // The summary goes right after the leading system block (the repair keeps it as it is).
+    let at = items.iter().take_while(|t| t.origin.is_some_and(|o| o < start)).count();
+    items.insert(at, Tracked { origin: None, msg: summary });
     Ok(Some(items.into_iter().map(|t| t.msg).collect()))
 }

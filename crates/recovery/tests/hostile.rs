@@ -8,7 +8,7 @@ use salvage_recovery::archive::{Archive, Archiver, MemoryArchive, SUFFIX_LEN};
 use salvage_recovery::compaction::{compact, CompactionState, Io, NoHooks, NoMemory, Plan};
 use salvage_recovery::pairing;
 use salvage_recovery::recoverable::lost;
-use salvage_recovery::summarizer::{Builtin, Cancel};
+use salvage_recovery::summarizer::{Builtin, Cancel, Recorded};
 use salvage_recovery::task::{task_index, task_survives};
 use salvage_recovery::tool_budget::{self, Limits};
 use salvage_types::event::Trigger;
@@ -168,4 +168,115 @@ fn a_read_range_at_the_end_of_u64_does_not_overflow() {
     assert_eq!(report.stubbed, 1);
     let lookup = |k: &str| mem.get(k);
     assert_eq!(lost(&h, &out, &lookup), vec![]);
+}
+
+const SUMMARY: &str =
+    "## Task\n- tidy up the repository: files, README, changelog\n## Done\n- ran c0 to c3, all fine";
+
+/// Found by the property `the_turn_engine_against_a_rejecting_upstream`: level 2's pairing
+/// repair removed an orphan tool result in the kept tail without archiving it, so it was lost.
+/// Orphans are archived first and the summary carries their marker (behaviour spec section 6).
+#[test]
+fn level_2_archives_the_orphans_its_pairing_repair_removes() {
+    let mut h = vec![Message::system("sys"), Message::user(format!("task: tidy up\n{}", output(20)))];
+    for i in 0..4 {
+        let id = format!("c{i}");
+        h.push(call(&[&id]));
+        h.push(Message::tool(id, output(40)));
+    }
+    h.push(Message::user("and then? the README and the changelog too"));
+    h.push(call(&["last"]));
+    h.push(Message::tool("last", "ok"));
+    h.push(Message::tool("ghost", "stray result 🙂"));
+    for budget in [0, 2_000] {
+        let mut mem = MemoryArchive::new();
+        let mut state = CompactionState::default();
+        let o = {
+            let lookup = |_: &str| None;
+            let mut status = |_: salvage_recovery::compaction::Phase, _: &str| {};
+            let mut io = Io {
+                archiver: Archiver::new(Some(&mut mem as &mut dyn Archive)),
+                lookup: &lookup,
+                summarizer: &mut Recorded::new(vec![SUMMARY.into()]),
+                hooks: &mut NoHooks,
+                memory: &mut NoMemory,
+                status: &mut status,
+                cancel: &Cancel::new(),
+            };
+            let plan =
+                Plan { budget, trigger: Trigger::Auto, min_keep_recent: 6, summarizer_window_chars: 100_000 };
+            compact(&h, &plan, &mut state, &mut io).unwrap()
+        };
+        assert!(pairing::is_valid(&o.history));
+        let lookup = |k: &str| mem.get(k);
+        assert_eq!(lost(&h, &o.history, &lookup), vec![], "budget {budget}, level {}", o.level);
+    }
+}
+
+/// Found while writing the engine property: a no-op rung consumes its attempt, and from attempt 3
+/// on every attempt runs rung 3 on the same history, so `CHATCLI_MAX_RECOVERY_ATTEMPTS` set
+/// high (it accepts up to 4 294 967 295) re-ran the same no-op rung that many times before the
+/// turn could end. A rung 3 that changes nothing now ends the climb.
+#[test]
+fn a_huge_attempt_limit_ends_once_rung_3_changes_nothing() {
+    use salvage_recovery::budget::{ModelInfo, Surface};
+    use salvage_recovery::engine::{
+        Action, Answer, EngineIo, RequestParams, Turn, TurnInput, TurnMode, Wire,
+    };
+    use salvage_types::capture::Outcome;
+
+    struct JsonWire;
+    impl Wire for JsonWire {
+        fn request_bytes(&self, history: &[Message], _: &RequestParams) -> u64 {
+            serde_json::to_vec(history).map_or(0, |v| v.len() as u64)
+        }
+    }
+    let config = salvage_types::Config { max_recovery_attempts: 1_000, ..Default::default() };
+    let history = vec![Message::system("sys"), Message::user("task: a short question")];
+    let input = TurnInput {
+        history,
+        config,
+        model: ModelInfo { context_window: 128_000, max_output: 8_192, default_output: 4_096 },
+        output_cap: 8_192,
+        surface: Surface::Chat,
+        provider_edits: false,
+        session: Default::default(),
+        compaction: CompactionState::default(),
+        mode: TurnMode::AsSent,
+        rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
+        provider: None,
+        model_name: None,
+        settings: Default::default(),
+    };
+    let mut archive = MemoryArchive::new();
+    let lookup = |_: &str| None;
+    let mut io = EngineIo {
+        archive: &mut archive,
+        lookup: &lookup,
+        summarizer: &mut Builtin,
+        hooks: &mut NoHooks,
+        wire: &JsonWire,
+    };
+    let mut turn = Turn::new(input);
+    let mut sends = 0;
+    let outcome = loop {
+        match turn.next(&mut io).unwrap() {
+            Action::Record(_) | Action::Say(_) => {}
+            Action::Send(_) => {
+                sends += 1;
+                turn.answer(Answer::Rejected {
+                    status: Some(413),
+                    message: "Request Entity Too Large".into(),
+                    transport: None,
+                    rejected_bytes: None,
+                    counted_tokens: None,
+                })
+                .unwrap();
+            }
+            Action::Done(o) => break o,
+        }
+    };
+    assert_eq!(outcome, Outcome::Exhausted);
+    assert!(sends <= 4, "{sends} requests");
+    assert!(turn.attempts() <= 3, "{} attempts for nothing to compact", turn.attempts());
 }
