@@ -181,6 +181,16 @@ pub enum EventBody {
         route: Option<String>,
         /// Summarizer usage.
         cost: Cost,
+        /// The client that compacted, for a compaction read from its session file
+        /// (`claude-code`, `codex`); absent for salvage's own (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// The client's token count before compacting, when its file says (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pre_tokens: Option<u64>,
+        /// The CCR key (16 hex) of the archived pre-compaction history, JSON (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        archived: Option<String>,
     },
     /// One summary attempt and the quality gate's verdict.
     SummaryAttempt {
@@ -280,8 +290,13 @@ impl EventBody {
     }
 
     /// The kind's format version: bump it (and keep reading the old one) when a shape changes.
+    /// `compaction` is at 2: version 1 plus the optional `by`, `pre_tokens` and `archived`
+    /// (a version-1 body reads unchanged).
     pub fn kind_version(&self) -> u32 {
-        1
+        match self {
+            EventBody::Compaction { .. } => 2,
+            _ => 1,
+        }
     }
 
     /// One line for a timeline, e.g. `recovery attempt 2 rung 2: 4.2 MB → 1.1 MB, 3 archived`.
@@ -341,9 +356,17 @@ impl EventBody {
                 format!("dedup: {stubbed} repeated read(s) stubbed, {} freed", b(*freed_bytes))
             }
             EventBody::SkillAging { collapsed } => format!("skill aging: {collapsed} collapsed"),
-            EventBody::Compaction { trigger, level, outcome, .. } => {
+            EventBody::Compaction { trigger, level, outcome, by: None, .. } => {
                 format!("compaction ({trigger}) level {level}: {outcome}")
             }
+            EventBody::Compaction { trigger, outcome, by: Some(by), pre_tokens, archived, .. } => format!(
+                "compaction ({trigger}) by {by}: {outcome}{}{}",
+                pre_tokens.map(|t| format!(", {t} tokens before")).unwrap_or_default(),
+                archived
+                    .as_deref()
+                    .map(|k| format!(", pre-compaction history <<ccr:{k}>>"))
+                    .unwrap_or_default()
+            ),
             EventBody::SummaryAttempt { attempt, passed, reason, .. } => format!(
                 "summary attempt {attempt}: {}",
                 if *passed {
