@@ -2,14 +2,19 @@
 //! building the request body a client would send for a history.
 //!
 //! Owns the mapping between salvage's message model and the OpenAI chat-completions body, the
-//! Anthropic Messages body and the reference client's session file (version 2). It does not send
-//! anything. Design decision: the importers read JSON as untyped values and walk them by hand, so
+//! Anthropic Messages body, the reference client's session file (version 2) and the session
+//! files of other clients (Claude Code transcripts, Codex CLI rollouts, Cline task histories; see
+//! [`session`]). It does not send anything. Design decision: the importers read JSON as untyped values and walk them by hand, so
 //! every error names the JSON path that is wrong (`messages[3].content[1].type`), not a serde type.
 
 pub mod anthropic;
 pub mod chatcli;
+pub mod claude_code;
+pub mod cline;
+pub mod codex;
 pub mod openai;
 pub mod redact;
+pub mod session;
 
 use salvage_types::capture::{check_utf8, CaptureError};
 use salvage_types::History;
@@ -35,16 +40,49 @@ pub enum Source {
     Anthropic,
     /// Reference-client session file, version 2.
     Chatcli,
+    /// Claude Code transcript (JSONL).
+    ClaudeCode,
+    /// Codex CLI rollout (JSONL).
+    Codex,
+    /// Cline / Roo Code `api_conversation_history.json`.
+    Cline,
+}
+
+impl Source {
+    /// True for a client's session file (read with [`read_session`]), as opposed to a request
+    /// body.
+    pub fn is_session(self) -> bool {
+        match self {
+            Source::ClaudeCode | Source::Codex | Source::Cline => true,
+            Source::Openai | Source::Anthropic | Source::Chatcli => false,
+        }
+    }
 }
 
 /// Imports bytes of the given shape; `file` names the source in errors.
 pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, CaptureError> {
-    let value = parse_json(bytes, file)?;
     let cx = Cx { file };
     match source {
-        Source::Openai => openai::import(&cx, &value),
-        Source::Anthropic => anthropic::import(&cx, &value),
-        Source::Chatcli => chatcli::import(&cx, &value),
+        Source::Openai => openai::import(&cx, &parse_json(bytes, file)?),
+        Source::Anthropic => anthropic::import(&cx, &parse_json(bytes, file)?),
+        Source::Chatcli => chatcli::import(&cx, &parse_json(bytes, file)?),
+        Source::ClaudeCode | Source::Codex | Source::Cline => {
+            read_session(source, bytes, file).map(|s| s.imported())
+        }
+    }
+}
+
+/// Reads a client's session file: its steps as they happened, sidechains kept apart, and the
+/// accounting of every record. A request body source is refused (use [`import`]).
+pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session::Session, CaptureError> {
+    let cx = Cx { file };
+    match source {
+        Source::ClaudeCode => claude_code::read(&cx, bytes),
+        Source::Codex => codex::read(&cx, bytes),
+        Source::Cline => cline::read(&cx, &parse_json(bytes, file)?),
+        Source::Openai | Source::Anthropic | Source::Chatcli => {
+            Err(cx.err("(top level)", "a request body is not a session file: import it instead"))
+        }
     }
 }
 
