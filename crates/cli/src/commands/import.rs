@@ -20,6 +20,26 @@ pub enum From {
     Anthropic,
     /// Reference-client (ChatCLI) session file, version 2.
     Chatcli,
+    /// Claude Code transcript: ~/.claude/projects/<project>/<session>.jsonl.
+    ClaudeCode,
+    /// Codex CLI rollout: ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl.
+    Codex,
+    /// Cline / Roo Code tasks/<id>/api_conversation_history.json.
+    Cline,
+}
+
+impl From {
+    /// The wire source.
+    pub fn source(self) -> Source {
+        match self {
+            From::Openai => Source::Openai,
+            From::Anthropic => Source::Anthropic,
+            From::Chatcli => Source::Chatcli,
+            From::ClaudeCode => Source::ClaudeCode,
+            From::Codex => Source::Codex,
+            From::Cline => Source::Cline,
+        }
+    }
 }
 
 /// Arguments of `salvage import`.
@@ -107,12 +127,15 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         let b = std::fs::read(&args.file).map_err(|e| Failure::input(format!("{name}: cannot read: {e}")))?;
         (b, name)
     };
-    let source = match args.from {
-        From::Openai => Source::Openai,
-        From::Anthropic => Source::Anthropic,
-        From::Chatcli => Source::Chatcli,
+    let source = args.from.source();
+    let (imported, request, client) = if source.is_session() {
+        let session = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
+        eprint!("{name}: {}", session.report.describe());
+        (session.imported(), Some(session.request()), session.client)
+    } else {
+        let client = if source == Source::Chatcli { "chatcli" } else { "unknown" };
+        (salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?, None, client)
     };
-    let imported = salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?;
     if imported.history.is_empty() {
         return Err(Failure::input(format!("{name}: the history is empty: nothing to capture")));
     }
@@ -152,17 +175,11 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         format: CAPTURE_FORMAT.to_string(),
         id,
         title: args.title.clone(),
-        client: Some(ClientInfo {
-            name: match args.from {
-                From::Chatcli => "chatcli".into(),
-                _ => "unknown".into(),
-            },
-            surface: None,
-        }),
+        client: Some(ClientInfo { name: client.into(), surface: None }),
         provider: args.provider.clone().or(imported.provider),
         model: imported.model,
         settings,
-        request: None,
+        request,
         history: imported.history,
         failure: CapturedFailure {
             status: args.status,
