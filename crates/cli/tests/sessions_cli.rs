@@ -87,11 +87,11 @@ fn pairing_repair_invents_no_result_for_an_imported_cline_history() {
     let cap = s(&dir.path().join("cline.json"));
     ok(&["import", "--from", "cline", &s(&file), "-o", &cap]);
     let report = s(&dir.path().join("pairing.json"));
-    let repaired = ok(&["apply", "pairing", &cap, "--report", &report]);
+    let db = s(&dir.path().join("r.db"));
+    let repaired = ok(&["apply", "pairing", &cap, "--report", &report, "--db", &db]);
     assert!(!repaired.contains("missing_result"), "{repaired}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(r["synthetic"], 0, "{r}");
-    let db = s(&dir.path().join("r.db"));
     let out = ok(&["replay", &cap, "--db", &db]);
     assert!(out.contains("1 passed"), "{out}");
 }
