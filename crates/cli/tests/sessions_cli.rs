@@ -161,3 +161,27 @@ fn a_malformed_line_is_named_with_exit_2() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("t.jsonl: line 1: malformed JSON"), "{err}");
 }
+
+#[test]
+fn a_session_that_ended_on_an_error_brings_its_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let lines = [
+        json!({"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s", "timestamp": "2025-07-01T10:00:00.000Z",
+               "message": {"role": "user", "content": "here is the whole log"}}),
+        json!({"type": "assistant", "uuid": "e1", "parentUuid": "u1", "sessionId": "s", "timestamp": "2025-07-01T10:00:05.000Z",
+               "isApiErrorMessage": true,
+               "message": {"id": "x", "model": "<synthetic>", "role": "assistant",
+                           "content": [{"type": "text", "text": "Prompt is too long"}]}}),
+    ];
+    std::fs::write(&file, lines.iter().map(|l| l.to_string() + "\n").collect::<String>()).unwrap();
+    let cap = s(&dir.path().join("c.json"));
+    ok(&["import", "--from", "claude-code", &s(&file), "-o", &cap]);
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cap).unwrap()).unwrap();
+    assert_eq!(c["failure"]["message"], "Prompt is too long");
+    assert_eq!(c["history"].as_array().unwrap().len(), 1);
+    // The command line wins.
+    ok(&["import", "--from", "claude-code", &s(&file), "--status", "413", "-o", &cap]);
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cap).unwrap()).unwrap();
+    assert_eq!(c["failure"]["message"], "413 Payload Too Large");
+}

@@ -17,7 +17,9 @@
 //! Subagent records (`isSidechain: true`) are kept apart in [`Session::sidechains`]. A file that
 //! holds only sidechain records (a subagent transcript) is read as its own main history.
 
-use crate::session::{line_id, lines, parse_line, Disposition, Opaque, Report, Session, Sidechain};
+use crate::session::{
+    line_id, lines, parse_line, Disposition, Opaque, Report, SeenError, Session, Sidechain,
+};
 use crate::{kind, Cx};
 use salvage_types::capture::{check_utf8, CaptureError, RequestFormat};
 use salvage_types::message::{Image, Message, ToolCall};
@@ -140,9 +142,16 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     let chain = recover_parallel(&recs, chain, main_exists);
     let mut counted = vec![false; recs.len()];
     let mut model = None;
+    let mut errors = Vec::new();
     let steps = {
-        let mut b =
-            Builder { recs: &recs, raw: &raw_of, report: &mut report, apart: false, model: &mut model };
+        let mut b = Builder {
+            recs: &recs,
+            raw: &raw_of,
+            report: &mut report,
+            apart: false,
+            model: &mut model,
+            errors: &mut errors,
+        };
         b.steps(&chain, &mut counted)
     };
     // Sidechains (subagents), kept apart: grouped by agent id, else by their root record.
@@ -168,6 +177,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
             let sc = active_chain(&recs, &by_uuid, last, &mut scratch);
             let sc: Vec<usize> = sc.into_iter().filter(|i| recs[*i].side).collect();
             let mut no_model = None;
+            let mut no_errors = Vec::new();
             let steps = {
                 let mut b = Builder {
                     recs: &recs,
@@ -175,6 +185,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
                     report: &mut report,
                     apart: true,
                     model: &mut no_model,
+                    errors: &mut no_errors,
                 };
                 b.steps(&sc, &mut counted)
             };
@@ -208,6 +219,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
         sidechains,
         fields: Map::new(),
         report,
+        errors,
     })
 }
 
@@ -363,6 +375,7 @@ struct Builder<'a> {
     report: &'a mut Report,
     apart: bool,
     model: &'a mut Option<String>,
+    errors: &'a mut Vec<SeenError>,
 }
 
 /// User input being gathered into one step.
@@ -404,6 +417,29 @@ impl Builder<'_> {
             let r = &self.recs[i];
             counted[i] = true;
             match r.kind.as_str() {
+                "assistant" if r.flag("isApiErrorMessage") => {
+                    flush(&mut pending, &mut steps);
+                    let text = r
+                        .message()
+                        .and_then(|m| m.get("content"))
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|b| b.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    let status = r.o.get("apiErrorStatus").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
+                    if !self.apart {
+                        self.errors.push(SeenError { after_steps: steps.len(), ts: r.ts.clone(), status, message: text });
+                    }
+                    self.count_rec(
+                        r,
+                        Disposition::Skipped(
+                            "an API error Claude Code wrote in place of a response (the failure it saw), not model output"
+                                .into(),
+                        ),
+                    );
+                }
                 "assistant" => {
                     flush(&mut pending, &mut steps);
                     let mut j = k + 1;

@@ -213,6 +213,7 @@ pub(crate) fn read(cx: &Cx<'_>, body: &Value) -> Result<Session, CaptureError> {
         sidechains: Vec::new(),
         fields: Map::new(),
         report,
+        errors: Vec::new(),
     })
 }
 

@@ -58,6 +58,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
         sidechains: Vec::new(),
         fields: Map::new(),
         report: Report::default(),
+        errors: Vec::new(),
     };
     let all: Vec<(usize, &str)> = lines(text).collect();
     for (k, (line, t)) in all.iter().enumerate() {

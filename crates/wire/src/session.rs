@@ -55,6 +55,23 @@ pub struct Session {
     pub fields: Map<String, Value>,
     /// Every record and block of the file, accounted for.
     pub report: Report,
+    /// Errors the client recorded in the file in place of a response (Claude Code's
+    /// `isApiErrorMessage` records): the failures it saw, in order.
+    pub errors: Vec<SeenError>,
+}
+
+/// A failure the client wrote into its session file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeenError {
+    /// How many steps came before it: equal to the number of steps when nothing followed it,
+    /// i.e. the session ended on this failure.
+    pub after_steps: usize,
+    /// When, as the file wrote it.
+    pub ts: Option<String>,
+    /// The HTTP status, when the file says.
+    pub status: Option<u16>,
+    /// The text the client showed.
+    pub message: String,
 }
 
 /// A subagent's conversation (Claude Code `isSidechain` records).
@@ -75,6 +92,11 @@ impl Session {
     /// The session as an importer result (its final history).
     pub fn imported(&self) -> Imported {
         Imported { history: self.history(), model: self.model.clone(), provider: self.provider.clone() }
+    }
+
+    /// The failure the session ended on, if the client recorded one after its last step.
+    pub fn final_error(&self) -> Option<&SeenError> {
+        self.errors.last().filter(|e| e.after_steps == self.steps.len())
     }
 
     /// The capture's request part: the format and the fields the file records. `bytes` is

@@ -453,3 +453,26 @@ fn cline_native_tool_results_pair() {
     assert_eq!(h[1].role, Role::Tool);
     assert!(h[1].content.starts_with("[write_to_file for 'new-file.ts'] Result:"));
 }
+
+#[test]
+fn claude_code_api_errors_are_the_failure_not_the_history() {
+    // A client-made assistant record (`isApiErrorMessage`, model `<synthetic>`), the shape the
+    // samples README documents.
+    let mut err = cc(
+        "e1",
+        Some("u1"),
+        "assistant",
+        1,
+        json!({"id": "x", "model": "<synthetic>", "role": "assistant", "stop_reason": "stop_sequence",
+               "content": [{"type": "text", "text": "API Error: 413 Request Entity Too Large"}]}),
+    );
+    err["isApiErrorMessage"] = json!(true);
+    err["apiErrorStatus"] = json!(413);
+    let text = jsonl(&[cc("u1", None, "user", 0, json!({"role": "user", "content": "big paste"})), err]);
+    let s = read_str(Source::ClaudeCode, &text);
+    assert_eq!(texts(&s.history()), ["user:big paste"], "the error is not model output");
+    let e = s.final_error().unwrap();
+    assert_eq!((e.status, e.message.as_str()), (Some(413), "API Error: 413 Request Entity Too Large"));
+    assert_eq!(s.model, None, "a synthetic record names no model");
+    assert_eq!(s.report.get("record:assistant").skipped.len(), 1);
+}

@@ -128,14 +128,20 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         (b, name)
     };
     let source = args.from.source();
-    let (imported, request, client) = if source.is_session() {
+    let (imported, request, client, seen) = if source.is_session() {
         let session = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
         eprint!("{name}: {}", session.report.describe());
-        (session.imported(), Some(session.request()), session.client)
+        (session.imported(), Some(session.request()), session.client, session.final_error().cloned())
     } else {
         let client = if source == Source::Chatcli { "chatcli" } else { "unknown" };
-        (salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?, None, client)
+        (salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?, None, client, None)
     };
+    // A session that ended on an error the client recorded: that is the failure, unless the
+    // command line says otherwise.
+    let seen = seen.filter(|_| args.status.is_none() && args.message.is_none() && args.transport.is_none());
+    if let Some(e) = &seen {
+        eprintln!("{name}: the session ended on an error the client recorded: {}", e.message);
+    }
     if imported.history.is_empty() {
         return Err(Failure::input(format!("{name}: the history is empty: nothing to capture")));
     }
@@ -146,10 +152,13 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             .filter(|s| s != "-")
             .unwrap_or_else(|| "imported".into())
     });
-    let message = args.message.clone().unwrap_or_else(|| match (args.status, &args.transport) {
-        (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
-        (None, Some(t)) => t.clone(),
-        (None, None) => String::new(),
+    let status = seen.as_ref().map_or(args.status, |e| e.status);
+    let message = seen.map(|e| e.message).or_else(|| args.message.clone()).unwrap_or_else(|| {
+        match (args.status, &args.transport) {
+            (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
+            (None, Some(t)) => t.clone(),
+            (None, None) => String::new(),
+        }
     });
     let gateway =
         (args.gateway_max_bytes.is_some() || args.gateway_rejects_with.is_some()).then(|| Gateway {
@@ -182,7 +191,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         request,
         history: imported.history,
         failure: CapturedFailure {
-            status: args.status,
+            status,
             message,
             transport: args.transport.clone(),
             rejected_request_bytes: args.rejected_bytes,
