@@ -17,6 +17,7 @@
 use crate::{Appended, HistoryChange, Journal, JournalError, NewEvent, SysClock};
 use chrono::{DateTime, Utc};
 use salvage_ccr::Ccr;
+use salvage_types::capture::StopReason;
 use salvage_types::event::{Cost, EventBody, StepOutcome, Trigger};
 use salvage_types::timeline::{Change, Step};
 use salvage_types::{CcrKey, History};
@@ -101,6 +102,7 @@ impl Journal {
                     context_window: None,
                     settings: BTreeMap::new(),
                     cap: None,
+                    invalid_settings: Vec::new(),
                 };
                 let a = self.start_session(session, &src.title, NewEvent::new(start_id, first_ts, body))?;
                 out.started = true;
@@ -152,7 +154,10 @@ impl Journal {
                         id,
                         ts,
                         EventBody::ResponseReceived {
-                            stop_reason: stop_reason.clone().unwrap_or_else(|| "unrecorded".into()),
+                            stop_reason: stop_reason
+                                .as_deref()
+                                .and_then(StopReason::parse)
+                                .unwrap_or(StopReason::Unrecorded),
                             output_tokens: *output_tokens,
                         },
                     )

@@ -8,6 +8,7 @@ use chrono::{TimeZone, Utc};
 use salvage_ccr::{Ccr, SystemClock};
 use salvage_journal::import::Source as Src;
 use salvage_journal::{Journal, StoredEvent};
+use salvage_types::capture::StopReason;
 use salvage_types::event::EventBody;
 use salvage_types::timeline::{self, Change, Step};
 use salvage_types::{CcrKey, History, Message};
@@ -55,6 +56,13 @@ fn importing_twice_appends_nothing() {
     assert_eq!(events(&j, "s1"), before, "the same events, byte for byte");
     // Timestamps come from the file.
     assert_eq!(before[1].ts, "2025-07-01T10:00:00.000Z");
+    // Stop reasons too; a file that does not record one says so.
+    assert!(matches!(before[2].body, EventBody::ResponseReceived { stop_reason: StopReason::EndTurn, .. }));
+    let cx = steps(Source::Codex, &sample("codex/fixture-tool-item-types.jsonl"));
+    j.import_steps(&src("cx", "codex"), &cx, now()).unwrap();
+    assert!(events(&j, "cx")
+        .iter()
+        .any(|e| matches!(e.body, EventBody::ResponseReceived { stop_reason: StopReason::Unrecorded, .. })));
     assert_eq!(j.verify(None).unwrap().bad, vec![]);
 }
 
@@ -197,6 +205,7 @@ fn a_session_not_imported_is_not_overwritten() {
                 context_window: None,
                 settings: Default::default(),
                 cap: None,
+                invalid_settings: Vec::new(),
             },
         ),
     )
