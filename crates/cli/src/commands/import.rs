@@ -20,11 +20,11 @@ pub enum From {
     Anthropic,
     /// Reference-client (ChatCLI) session file, version 2.
     Chatcli,
-    /// Claude Code transcript: ~/.claude/projects/<project>/<session>.jsonl.
+    /// Claude Code transcript: `~/.claude/projects/<project>/<session>.jsonl`.
     ClaudeCode,
-    /// Codex CLI rollout: ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl.
+    /// Codex CLI rollout: `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`.
     Codex,
-    /// Cline / Roo Code tasks/<id>/api_conversation_history.json.
+    /// Cline / Roo Code `tasks/<id>/api_conversation_history.json`.
     Cline,
 }
 
