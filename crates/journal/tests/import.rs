@@ -215,3 +215,28 @@ fn a_session_not_imported_is_not_overwritten() {
     let ok = j.import_steps(&src("fresh", "codex"), &st, now()).unwrap();
     assert_eq!(ok.appended, st.len() as u64);
 }
+
+#[test]
+fn importing_the_file_as_it_grew_line_by_line_ends_at_the_same_history() {
+    for (source, client, rel) in [
+        (
+            Source::ClaudeCode,
+            "claude-code",
+            "claude-code/v1.0.108-real-tools-split-blocks-inline-sidechain.jsonl",
+        ),
+        (Source::ClaudeCode, "claude-code", "claude-code/fixture-branch-and-compaction.jsonl"),
+        (Source::Codex, "codex", "codex/fixture-tool-item-types.jsonl"),
+    ] {
+        let text = sample(rel);
+        let n = text.lines().filter(|l| !l.trim().is_empty()).count();
+        let mut j = Journal::in_memory().unwrap();
+        for k in 1..=n {
+            let Ok(s) = read_session(source, head(&text, k).as_bytes(), "t") else { continue };
+            j.import_steps(&src("g", client), &s.steps, now()).unwrap();
+            assert_eq!(j.head("g").unwrap().history, s.history(), "{rel}: after {k} lines");
+        }
+        assert_eq!(j.verify(None).unwrap().bad, vec![], "{rel}");
+        let full = steps(source, &text);
+        assert_eq!(j.head("g").unwrap().history, timeline::fold(&full), "{rel}");
+    }
+}

@@ -476,3 +476,21 @@ fn claude_code_api_errors_are_the_failure_not_the_history() {
     assert_eq!(s.model, None, "a synthetic record names no model");
     assert_eq!(s.report.get("record:assistant").skipped.len(), 1);
 }
+
+#[test]
+fn cut_anywhere_a_sample_is_read_or_refused_without_panicking() {
+    for (dir, source) in FORMATS {
+        for p in all(dir) {
+            let bytes = std::fs::read(&p).unwrap();
+            let step = (bytes.len() / 97).max(1);
+            for cut in (0..bytes.len()).step_by(step) {
+                if let Ok(s) = read_session(source, &bytes[..cut], "cut") {
+                    for t in s.report.kinds.values() {
+                        assert!(t.balanced());
+                    }
+                    let _ = s.history();
+                }
+            }
+        }
+    }
+}
