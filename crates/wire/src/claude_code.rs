@@ -441,6 +441,7 @@ impl Builder<'_> {
                     );
                 }
                 "assistant" => {
+                    awaiting_summary = None;
                     flush(&mut pending, &mut steps);
                     let mut j = k + 1;
                     if let Some(mid) = r.message_id() {
@@ -474,6 +475,8 @@ impl Builder<'_> {
                     self.count_meta(r, Disposition::History);
                 }
                 "user" => {
+                    // The summary is the message right after its boundary, or there is none.
+                    awaiting_summary = None;
                     let tool_results = r.has_tool_result();
                     let msgs = self.user(r);
                     self.count_meta(r, Disposition::History);
