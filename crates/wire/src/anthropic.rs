@@ -9,7 +9,7 @@
 //! is carried in the message's `wire` template (see [`crate::shape`]).
 
 use crate::conv::{self, without, Runs};
-use crate::shape::{self, finish, flag, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
+use crate::shape::{self, finish, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
 use crate::{kind, Cx, Imported};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Image, Message, Role, SystemPart, ToolCall};

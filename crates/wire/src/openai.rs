@@ -27,9 +27,13 @@ impl Shape for Openai {
     fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
         let legacy = flag(&mut rest, "$legacy");
         let as_object = flag(&mut rest, "$obj");
+        let fmt = rest.shift_remove("$fmt");
         strip_control(&mut rest);
-        let args =
-            if as_object { call.arguments.clone() } else { json!(shape::arguments_string(&call.arguments)) };
+        let args = if as_object {
+            call.arguments.clone()
+        } else {
+            json!(shape::arguments_string(&call.arguments, fmt.as_ref().and_then(Value::as_str)))
+        };
         if legacy {
             rest.insert("name".into(), json!(call.name));
             rest.insert("arguments".into(), args);
@@ -152,14 +156,14 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str, legacy: &mut Legacy) -> Result<Dr
                         legacy.n += 1;
                         let id = format!("function_call_{}", legacy.n);
                         legacy.pending.push((name.to_string(), id.clone()));
-                        let call = ToolCall {
-                            id,
-                            kind: "function".into(),
-                            name: name.to_string(),
-                            arguments: shape::arguments_from_string(raw),
-                        };
+                        let (arguments, fmt) = shape::arguments_from_string(raw);
+                        let call =
+                            ToolCall { id, kind: "function".into(), name: name.to_string(), arguments };
                         let mut rest = crate::conv::without(fc, &["name", "arguments"]);
                         rest.insert("$legacy".into(), json!(1));
+                        if let Some(f) = fmt {
+                            rest.insert("$fmt".into(), json!(f));
+                        }
                         if Openai.call(rest.clone(), &call) == *v {
                             msg.tool_calls.push(call);
                             slot("call", rest)
@@ -236,10 +240,13 @@ fn tool_call(cx: &Cx<'_>, c: &Value, path: &str, msg: &mut Message) -> Result<Va
     let fpath = format!("{path}.function");
     let fo = cx.obj(co.get("function").ok_or_else(|| cx.err(&fpath, "missing"))?, &fpath)?;
     let name = cx.req_str(fo, "name", &fpath)?;
-    let (arguments, as_object) = match fo.get("arguments") {
-        Some(Value::String(s)) => (shape::arguments_from_string(s), false),
-        Some(v @ Value::Object(_)) => (v.clone(), true),
-        None | Some(Value::Null) => (Value::Object(Map::new()), false),
+    let (arguments, as_object, fmt) = match fo.get("arguments") {
+        Some(Value::String(s)) => {
+            let (a, f) = shape::arguments_from_string(s);
+            (a, false, f)
+        }
+        Some(v @ Value::Object(_)) => (v.clone(), true, None),
+        None | Some(Value::Null) => (Value::Object(Map::new()), false, None),
         Some(v) => {
             return Err(
                 cx.err(&format!("{fpath}.arguments"), format!("expected a JSON string, found {}", kind(v)))
@@ -259,6 +266,9 @@ fn tool_call(cx: &Cx<'_>, c: &Value, path: &str, msg: &mut Message) -> Result<Va
     }
     if as_object {
         rest.insert("$obj".into(), json!(1));
+    }
+    if let Some(f) = fmt {
+        rest.insert("$fmt".into(), json!(f));
     }
     if Openai.call(rest.clone(), &call) == *c {
         msg.tool_calls.push(call);

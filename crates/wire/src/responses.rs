@@ -44,12 +44,16 @@ impl Shape for Responses {
     }
 
     fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
+        let fmt = rest.shift_remove("$fmt");
         strip_control(&mut rest);
         let ty = rest.entry("type").or_insert_with(|| json!("function_call")).clone();
         rest.insert("call_id".into(), json!(call.id));
         rest.insert("name".into(), json!(call.name));
         let key = if ty == "custom_tool_call" { "input" } else { "arguments" };
-        rest.insert(key.into(), json!(shape::arguments_string(&call.arguments)));
+        rest.insert(
+            key.into(),
+            json!(shape::arguments_string(&call.arguments, fmt.as_ref().and_then(Value::as_str))),
+        );
         Value::Object(rest)
     }
 
@@ -247,13 +251,14 @@ fn call_item(o: &Map<String, Value>, it: &Value, msg: &mut Message) -> Value {
         o.get(args_key).and_then(Value::as_str),
     ) {
         (Some(id), Some(name), Some(raw)) => {
-            let call = ToolCall {
-                id: id.to_string(),
-                kind: "function".into(),
-                name: name.to_string(),
-                arguments: if custom { json!(raw) } else { shape::arguments_from_string(raw) },
-            };
-            let rest = without(o, &["call_id", "name", args_key]);
+            let (arguments, fmt) =
+                if custom { (json!(raw), None) } else { shape::arguments_from_string(raw) };
+            let call =
+                ToolCall { id: id.to_string(), kind: "function".into(), name: name.to_string(), arguments };
+            let mut rest = without(o, &["call_id", "name", args_key]);
+            if let Some(f) = fmt {
+                rest.insert("$fmt".into(), json!(f));
+            }
             let tpl = if Responses.call(rest.clone(), &call) == *it {
                 slot("call", rest)
             } else {
