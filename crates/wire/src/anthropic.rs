@@ -23,10 +23,6 @@ const F: RequestFormat = RequestFormat::Anthropic;
 pub(crate) struct Anthropic;
 
 impl Shape for Anthropic {
-    fn format(&self) -> RequestFormat {
-        F
-    }
-
     fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
         strip_control(&mut rest);
         rest.entry("type").or_insert_with(|| json!("tool_use"));

@@ -25,10 +25,6 @@ const F: RequestFormat = RequestFormat::Bedrock;
 pub(crate) struct Bedrock;
 
 impl Shape for Bedrock {
-    fn format(&self) -> RequestFormat {
-        F
-    }
-
     fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
         strip_control(&mut rest);
         let mut tu = match rest.shift_remove("toolUse") {

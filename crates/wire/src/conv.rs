@@ -3,7 +3,7 @@
 //! more salvage messages — each tool result its own `tool` message, each run of other blocks one
 //! message — and the later ones *join* the first when the body is rebuilt.
 
-use crate::shape::{Draft, MARK};
+use crate::shape::Draft;
 use salvage_types::message::{Message, Role};
 use serde_json::{Map, Value};
 
@@ -111,9 +111,4 @@ pub(crate) fn last_is_results(out: &[Value], content_key: &str, is_result: impl 
 /// An object's fields without `skip`.
 pub(crate) fn without(o: &Map<String, Value>, skip: &[&str]) -> Map<String, Value> {
     o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
-}
-
-/// True for a template block that is a marker of `kind`.
-pub(crate) fn is_marker(v: &Value, kind: &str) -> bool {
-    v.get(MARK).and_then(Value::as_str) == Some(kind)
 }

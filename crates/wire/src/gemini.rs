@@ -25,10 +25,6 @@ const F: RequestFormat = RequestFormat::Gemini;
 pub(crate) struct Gemini;
 
 impl Shape for Gemini {
-    fn format(&self) -> RequestFormat {
-        F
-    }
-
     fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
         let noid = flag(&mut rest, "$noid");
         strip_control(&mut rest);

@@ -237,14 +237,6 @@ pub(crate) fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Parses tool-call arguments given as a JSON string; a string that is not JSON is kept as a string.
-pub(crate) fn parse_arguments(text: &str) -> Value {
-    if text.trim().is_empty() {
-        return Value::Object(serde_json::Map::new());
-    }
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
-}
-
 /// Splits a `data:` URL into media type and base64 data.
 pub(crate) fn split_data_url(url: &str) -> Option<(String, String)> {
     let rest = url.strip_prefix("data:")?;

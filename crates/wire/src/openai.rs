@@ -20,10 +20,6 @@ const F: RequestFormat = RequestFormat::Openai;
 pub(crate) struct Openai;
 
 impl Shape for Openai {
-    fn format(&self) -> RequestFormat {
-        F
-    }
-
     fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
         let legacy = flag(&mut rest, "$legacy");
         let as_object = flag(&mut rest, "$obj");

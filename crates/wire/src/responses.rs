@@ -39,10 +39,6 @@ const MODEL_SIDE: &[&str] = &[
 pub(crate) struct Responses;
 
 impl Shape for Responses {
-    fn format(&self) -> RequestFormat {
-        F
-    }
-
     fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
         let fmt = rest.shift_remove("$fmt");
         strip_control(&mut rest);

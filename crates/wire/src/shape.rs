@@ -45,11 +45,6 @@ pub(crate) fn marker(kind: &str) -> Map<String, Value> {
     m
 }
 
-/// The marker kind of a template node, if it is a marker.
-pub(crate) fn kind_of(v: &Value) -> Option<&str> {
-    v.as_object()?.get(MARK)?.as_str()
-}
-
 /// A value copied into a template: an object carrying a `"$"` key anywhere would read as a
 /// marker, so it is wrapped in a `raw` marker.
 pub(crate) fn lit(v: Value) -> Value {
@@ -254,10 +249,33 @@ fn split_exact<'a>(content: &'a str, lens: &[Option<u64>]) -> Option<Vec<&'a str
     (pos == content.len()).then_some(out)
 }
 
+/// Rewrites a message's content text slot by text slot: each segment the template splits the
+/// content into is mapped on its own and the recorded lengths follow, so the rebuilt body still
+/// has one block per segment. A content the template does not split is mapped whole.
+pub fn map_segments(m: &mut Message, mut f: impl FnMut(&str) -> String) {
+    let lens = m.wire.as_ref().and_then(|w| w.get("m")).map(|t| {
+        let mut lens = Vec::new();
+        slot_lengths(t, &mut lens);
+        lens
+    });
+    let parts = match &lens {
+        Some(lens) if lens.len() >= 2 => split_exact(&m.content, lens),
+        _ => None,
+    };
+    let Some(parts) = parts else {
+        m.content = f(&m.content);
+        return;
+    };
+    let mapped: Vec<String> = parts.into_iter().map(&mut f).collect();
+    m.content = mapped.join("\n");
+    if let Some(t) = m.wire.as_mut().and_then(|w| w.get_mut("m")) {
+        let mut it = mapped.iter().map(|s| s.len() as u64);
+        put_lengths(t, &mut it);
+    }
+}
+
 /// Builds blocks in one format's shape.
 pub(crate) trait Shape {
-    /// The format.
-    fn format(&self) -> RequestFormat;
     /// A tool call built from a marker's other fields.
     fn call(&self, rest: Map<String, Value>, call: &ToolCall) -> Value;
     /// An image built from a marker's other fields.
@@ -576,7 +594,7 @@ mod tests {
     #[test]
     fn lit_escapes_dollar_objects() {
         let v = serde_json::json!({"a": {"$": "x"}});
-        assert_eq!(kind_of(&lit(v)), Some("raw"));
+        assert_eq!(lit(v)["$"], "raw");
         assert_eq!(lit(serde_json::json!({"a": 1})), serde_json::json!({"a": 1}));
     }
 }

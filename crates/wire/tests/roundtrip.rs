@@ -270,7 +270,9 @@ fn nothing_is_dropped_silently_block_counts_in_and_out() {
 /// A rewrite like compaction's: a notice after the system messages, the turns between the first
 /// and the last dropped whole, every content over 40 bytes cut, one tool result replaced by a
 /// stub salvage wrote (no `wire`).
-fn rewrite(h: &[Message]) -> Vec<Message> {
+///
+/// With `drop_middle` false nothing is dropped (so the turns with thinking and tool calls stay).
+fn rewrite(h: &[Message], drop_middle: bool) -> Vec<Message> {
     let sys: Vec<Message> = h.iter().filter(|m| m.role == Role::System).cloned().collect();
     let rest: Vec<&Message> = h.iter().filter(|m| m.role != Role::System).collect();
     let starts: Vec<usize> = rest
@@ -283,7 +285,7 @@ fn rewrite(h: &[Message]) -> Vec<Message> {
     out.push(Message::user(
         "[Context was automatically compacted due to size limits. Previous conversation history has been summarized. Continue from where you left off.]",
     ));
-    let keep_from = if starts.len() >= 2 { starts[starts.len() - 1] } else { 0 };
+    let keep_from = if drop_middle && starts.len() >= 2 { starts[starts.len() - 1] } else { 0 };
     let mut stubbed = false;
     for m in rest.iter().skip(keep_from) {
         let mut m = (*m).clone();
@@ -336,10 +338,12 @@ fn assert_paired(name: &str, h: &[Message]) {
 #[test]
 fn rewritten_histories_rebuild_well_formed_bodies() {
     for source in ALL {
-        for (name, bytes) in samples(source) {
+        for ((name, bytes), drop_middle) in
+            samples(source).into_iter().flat_map(|s| [(s.clone(), true), (s, false)])
+        {
             let got = import(source, &bytes, &name).unwrap();
             let req = got.request.as_ref().unwrap();
-            let h = rewrite(&got.history);
+            let h = rewrite(&got.history, drop_middle);
             let body = request_body(req, &h);
             assert_eq!(request_bytes(req, &h), compact_json_len(&body));
             // The rebuilt body reads back with the same importer, pairing intact …
@@ -359,6 +363,14 @@ fn rewritten_histories_rebuild_well_formed_bodies() {
             }
             if source == Source::Anthropic {
                 assert_anthropic_well_formed(&name, &body);
+            }
+            // Contents cut, the thinking block's signature still rides with its assistant turn.
+            if name == "anthropic-agent-tools.json" && !drop_middle {
+                let msgs = body["messages"].as_array().unwrap();
+                let turn = &msgs.iter().find(|m| m["role"] == "assistant").unwrap()["content"];
+                assert_eq!(turn[0]["type"], "thinking");
+                assert_eq!(turn[0]["signature"], "sig");
+                assert_eq!(turn[2]["type"], "tool_use");
             }
         }
     }
