@@ -478,7 +478,8 @@ pub(crate) fn arguments_string(args: &Value, fmt: Option<&str>) -> String {
 pub(crate) fn arguments_from_string(raw: &str) -> (Value, Option<&'static str>) {
     match serde_json::from_str::<Value>(raw) {
         Ok(v) if v.is_object() => {
-            if v.to_string() == raw {
+            let compact = v.to_string();
+            if compact == raw {
                 (v, None)
             } else if py_json(&v, true) == raw {
                 (v, Some("py"))
