@@ -20,6 +20,7 @@ pub mod ladder;
 pub mod microcompact;
 pub mod pairing;
 pub mod payload;
+pub mod recoverable;
 pub mod session;
 pub mod shrink;
 pub mod skills;

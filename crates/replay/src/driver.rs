@@ -229,6 +229,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
             transport: capture.failure.transport.clone(),
             history_bytes: history_weight(&capture.history),
             rejected_request_bytes: capture.failure.rejected_request_bytes,
+            payload_path_seen: false,
         })
         .class
     });
@@ -475,6 +476,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
                     transport: r.transport.clone(),
                     history_bytes: weight,
                     rejected_request_bytes: r.rejected_bytes,
+                    payload_path_seen: false,
                 });
                 if !rejected_once {
                     d.run.first_class = Some((c.class, from_sim));
