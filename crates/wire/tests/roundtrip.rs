@@ -589,3 +589,25 @@ fn edge_shapes_round_trip() {
         }
     }
 }
+
+/// The history's weight stays close to the body's size: templates add structure, never a second
+/// copy of the modeled text.
+#[test]
+fn weight_is_honest() {
+    for source in ALL {
+        for (name, bytes) in samples(source) {
+            let got = import(source, &bytes, &name).unwrap();
+            let body = got.request.as_ref().unwrap().bytes.unwrap();
+            let weight = salvage_types::history_weight(&got.history);
+            let images: u64 = got
+                .history
+                .iter()
+                .flat_map(|m| m.images.iter())
+                .map(|i| salvage_types::weight::image_tokens(i) * 4)
+                .sum();
+            let text_weight = weight - images;
+            println!("{name}: body {body}, weight {weight} (images {images})");
+            assert!(text_weight <= body, "{name}: weight {text_weight} over the body's {body} bytes");
+        }
+    }
+}
