@@ -77,6 +77,23 @@ pub fn detect_jsonl(lines: &[Value]) -> Result<Detected, Unrecognized> {
     }) {
         return found(RequestFormat::Codex, "JSON Lines with session_meta/response_item entries");
     }
+    let header = lines
+        .first()
+        .and_then(Value::as_object)
+        .is_some_and(|o| o.contains_key("id") && o.contains_key("timestamp"));
+    if header
+        && has(&|o| {
+            matches!(
+                o.get("type").and_then(Value::as_str),
+                Some("message" | "function_call" | "function_call_output" | "reasoning")
+            )
+        })
+    {
+        return found(
+            RequestFormat::Codex,
+            "JSON Lines of bare response items after an id/timestamp header (older rollouts)",
+        );
+    }
     Err(Unrecognized {
         looks_like: format!("JSON Lines ({} lines read) of no known transcript shape", lines.len()),
     })
@@ -106,6 +123,10 @@ pub fn detect_value(v: &Value) -> Result<Detected, Unrecognized> {
     }
     if let Some(msgs) = o.get("messages").and_then(Value::as_array) {
         return messages_format(o, msgs);
+    }
+    // A one-line transcript parses as a single JSON object.
+    if let Ok(d) = detect_jsonl(std::slice::from_ref(v)) {
+        return Ok(d);
     }
     let mut keys: Vec<&str> = o.keys().map(String::as_str).take(6).collect();
     if o.len() > 6 {
@@ -220,6 +241,16 @@ mod tests {
         assert_eq!(
             fmt("{\"type\":\"session_meta\",\"payload\":{}}\n{\"type\":\"response_item\",\"payload\":{}}\n"),
             RequestFormat::Codex
+        );
+        assert_eq!(
+            fmt(r#"{"type":"user","sessionId":"s","uuid":"u"}"#),
+            RequestFormat::ClaudeCode,
+            "one line"
+        );
+        assert_eq!(
+            fmt("{\"id\":\"x\",\"timestamp\":\"t\"}\n{\"type\":\"message\",\"role\":\"user\",\"content\":[]}\n"),
+            RequestFormat::Codex,
+            "older rollout"
         );
     }
 
