@@ -19,6 +19,10 @@ pub trait Archive {
     fn holds(&self, short: &str) -> bool {
         self.get(short).is_some()
     }
+    /// The full key of a short key the archive holds (override when cheaper than hashing).
+    fn resolve(&self, short: &str) -> Option<CcrKey> {
+        self.get(short).map(|b| CcrKey::of(&b))
+    }
 }
 
 /// An archive in memory (tests, `--no-journal` what-ifs).

@@ -14,6 +14,7 @@ pub mod classify;
 pub mod compaction;
 pub mod context_edit;
 pub mod dedup;
+pub mod engine;
 pub mod escalation;
 pub mod gate;
 pub mod ladder;

@@ -312,7 +312,13 @@ impl EventBody {
 
     /// The kind's format version: bump it (and keep reading the old one) when a shape changes.
     pub fn kind_version(&self) -> u32 {
-        1
+        match self {
+            // v2: `invalid_settings` (optional; v1 bodies read as an empty list).
+            EventBody::SessionStarted { .. } => 2,
+            // v2: a typed verdict and the `parts` of the base (optional; v1 bodies read as none).
+            EventBody::FloorDiagnosis { .. } => 2,
+            _ => 1,
+        }
     }
 
     /// One line for a timeline, e.g. `recovery attempt 2 rung 2: 4.2 MB → 1.1 MB, 3 archived`.
