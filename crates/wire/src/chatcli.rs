@@ -4,7 +4,8 @@
 //! they load unchanged. What the model's serialization would not write back — Go's `null`s and
 //! zero values, unknown fields — is kept in the message's `wire` (`{"f": "chatcli", "m": {...}}`,
 //! the fields to restore, merged where the model's value is empty); the file's other top-level
-//! fields are the request's fields.
+//! fields are the request's fields. The request has no `bytes`: a session file is not a request
+//! body, so a replay builds the body it sends from the history.
 
 use crate::{kind, Cx, Imported};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
@@ -64,7 +65,9 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
         }
     }
     let fields = crate::conv::without(top, &["chat_history"]);
-    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
+    // A session file is not a request body: there is no size as sent (`request_body` rebuilds
+    // the file itself, JSON-equal, for export).
+    let request = Request { format: F, bytes: None, fields };
     Ok(Imported { history, model, provider, request: Some(request) })
 }
 

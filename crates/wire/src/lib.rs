@@ -133,7 +133,8 @@ pub fn request_body(request: &Request, history: &[Message]) -> Value {
 }
 
 /// The size of [`request_body`] as compact JSON, without building the string. For a history as
-/// imported it equals `request.bytes`.
+/// imported from a body it equals `request.bytes` (a session file has no `bytes`: it is not a
+/// body as sent).
 pub fn request_bytes(request: &Request, history: &[Message]) -> u64 {
     salvage_types::weight::compact_json_len(&request_body(request, history))
 }

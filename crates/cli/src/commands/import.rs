@@ -118,6 +118,7 @@ fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> 
         transport: f.transport.clone(),
         history_bytes: weight,
         rejected_request_bytes: f.rejected_request_bytes,
+        payload_path_seen: false,
     };
     let class = salvage_recovery::classify::classify(&input).class;
     let text = format!("{} {}", f.message, f.transport.as_deref().unwrap_or_default()).to_lowercase();
