@@ -185,3 +185,20 @@ fn a_session_that_ended_on_an_error_brings_its_failure() {
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&cap).unwrap()).unwrap();
     assert_eq!(c["failure"]["message"], "413 Payload Too Large");
 }
+
+#[test]
+fn from_auto_detects_and_imports_each_session_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, client) in [
+        ("claude-code/fixture-branch-and-compaction.jsonl", "claude-code"),
+        ("codex/real-v0.77.0-session-start.jsonl", "codex"),
+        ("cline/native-tools-tool-result-with-result-prefix.json", "cline"),
+    ] {
+        let cap = s(&dir.path().join("c.json"));
+        let o = salvage(&["import", &sample(file), "-o", &cap]);
+        assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("detected"));
+        let c: Value = serde_json::from_str(&std::fs::read_to_string(&cap).unwrap()).unwrap();
+        assert_eq!(c["client"]["name"], client);
+    }
+}

@@ -92,6 +92,8 @@ pub struct Run {
     pub messages: Vec<String>,
     /// The task of the input.
     pub task: Option<Message>,
+    /// Tool uses the simulated provider cleared (call ids), by its own rule.
+    pub provider_cleared: Vec<String>,
 }
 
 /// Options of a run.
@@ -340,6 +342,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
             history: Vec::new(),
             messages: Vec::new(),
             task,
+            provider_cleared: Vec::new(),
         },
     };
     let title = capture.title.clone().unwrap_or_else(|| capture.id.clone());
@@ -397,12 +400,15 @@ impl Driver<'_> {
                 false,
             ),
             upstream::Answer::Accepted(r) => (
-                Answer::Accepted {
-                    stop_reason: r.stop_reason,
-                    content: r.content,
-                    input_tokens: r.input_tokens,
-                    cleared_tool_uses: r.cleared_tool_uses,
-                    cleared_tokens: r.cleared_tokens,
+                {
+                    self.run.provider_cleared.extend(r.cleared_ids.iter().cloned());
+                    Answer::Accepted {
+                        stop_reason: r.stop_reason,
+                        content: r.content,
+                        input_tokens: r.input_tokens,
+                        cleared_tool_uses: r.cleared_tool_uses,
+                        cleared_tokens: r.cleared_tokens,
+                    }
                 },
                 true,
             ),

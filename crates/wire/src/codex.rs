@@ -17,7 +17,7 @@
 //! The older layout (a first line `{id, timestamp}`, then bare response items) is read too.
 
 use crate::session::{line_id, lines, parse_line, Disposition, Opaque, Report, Session};
-use crate::{parse_arguments, split_data_url, Cx};
+use crate::{split_data_url, Cx};
 use salvage_types::capture::{check_utf8, CaptureError, RequestFormat};
 use salvage_types::message::{Image, Message, Role, ToolCall};
 use salvage_types::timeline::{Change, Step};
@@ -35,6 +35,14 @@ const CONTEXTUAL_PREFIXES: &[&str] = &[
     "<user_shell_command>",
     "<turn_aborted>",
 ];
+
+/// Tool-call arguments given as a JSON string: parsed, or kept as the string when not JSON.
+fn parse_arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
 
 /// True for a user message the user typed (not injected context).
 fn is_user_turn(m: &Message) -> bool {

@@ -91,7 +91,12 @@ impl Session {
 
     /// The session as an importer result (its final history).
     pub fn imported(&self) -> Imported {
-        Imported { history: self.history(), model: self.model.clone(), provider: self.provider.clone() }
+        Imported {
+            history: self.history(),
+            model: self.model.clone(),
+            provider: self.provider.clone(),
+            request: Some(self.request()),
+        }
     }
 
     /// The failure the session ended on, if the client recorded one after its last step.
