@@ -58,17 +58,6 @@ impl Turn {
                 ));
                 self.record(event, Change::None, keys);
                 self.hooks(io, "PostCompact", Some(StepOutcome::Skipped));
-                if rung == Rung::Nuclear && self.attempt < self.input.config.max_recovery_attempts {
-                    // Every later attempt is rung 3 again, on this same history against this same
-                    // previous request: none could send anything. End the climb here rather than
-                    // re-running it up to the attempt limit (which may be billions).
-                    self.say(format!(
-                        "✖ Recovery attempts exhausted ({} of {}): rung 3 cannot make the request any smaller",
-                        self.attempt, self.input.config.max_recovery_attempts
-                    ));
-                    self.done(Outcome::Exhausted);
-                    return Ok(());
-                }
                 continue;
             }
             self.say(r.summary());
