@@ -7,5 +7,8 @@ pub mod config;
 pub mod generate;
 pub mod import;
 pub mod journal;
+pub mod journal_delete;
+pub mod journal_diff;
+pub mod journal_points;
 pub mod recall;
 pub mod replay;
