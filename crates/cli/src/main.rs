@@ -7,10 +7,12 @@
 mod commands;
 mod db;
 mod exit;
+mod html;
+mod junit;
 mod output;
 mod summarizers;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Keep long LLM agent sessions alive and make their failures reproducible.
@@ -48,6 +50,12 @@ enum Command {
     Classify(commands::classify::Args),
     /// What-if: run one stage on a history JSON and print the result.
     Apply(commands::apply::Args),
+    /// Write a self-contained HTML audit of journaled sessions.
+    Report(commands::report::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::completions::Args),
+    /// Print the man page (roff), generated from these definitions.
+    Man(commands::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +74,9 @@ fn main() -> ExitCode {
         Command::Generate(a) => commands::generate::run(a, &mut out),
         Command::Classify(a) => commands::classify::run(a, &mut out),
         Command::Apply(a) => commands::apply::run(a, &env, &mut out),
+        Command::Report(a) => commands::report::run(a, &mut out),
+        Command::Completions(a) => commands::completions::run(a, Cli::command(), &mut out),
+        Command::Man(a) => commands::completions::man(a, Cli::command(), &mut out),
     };
     exit::finish(result, &mut out)
 }

@@ -61,7 +61,7 @@ pub fn run_checks(run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check>
         "convergence",
         run.attempts <= max_attempts,
         format!(
-            "{:?} after {} attempt(s) (max {max_attempts}); requests: {}",
+            "{} after {} attempt(s) (max {max_attempts}); requests: {}",
             run.outcome,
             run.attempts,
             sizes.join(", ")
@@ -174,7 +174,7 @@ pub fn run_checks(run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check>
 pub fn compare(expect: &Expect, run: &Run) -> (bool, Vec<String>) {
     let mut diffs = Vec::new();
     if expect.outcome != run.outcome {
-        diffs.push(format!("outcome: expected {:?}, got {:?}", expect.outcome, run.outcome));
+        diffs.push(format!("outcome: expected {}, got {}", expect.outcome, run.outcome));
     }
     if let Some(m) = expect.max_attempts {
         if run.attempts > m {

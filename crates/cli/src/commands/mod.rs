@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod ccr;
+pub mod completions;
 pub mod classify;
 pub mod config;
 pub mod generate;
@@ -11,4 +12,5 @@ pub mod journal_delete;
 pub mod journal_diff;
 pub mod journal_points;
 pub mod recall;
+pub mod report;
 pub mod replay;
