@@ -130,18 +130,34 @@ pub fn render(title: &str, rows: &[CorpusRow], journal: Option<&Journal>) -> Res
         let checks = match r.checks {
             Some((ok, n)) if r.failed.is_empty() => format!("{ok}/{n} ok"),
             Some(_) | None if !r.failed.is_empty() => {
-                format!("<span class=\"bad\">FAIL</span><ul>{}</ul>", r.failed.iter().map(|f| format!("<li>{}</li>", esc(f))).collect::<String>())
+                format!(
+                    "<span class=\"bad\">FAIL</span><ul>{}</ul>",
+                    r.failed.iter().map(|f| format!("<li>{}</li>", esc(f))).collect::<String>()
+                )
             }
             _ => "-".into(),
         };
+        let (bytes, tokens) = if r.outcome == "unreadable" {
+            ("-".to_string(), "-".to_string())
+        } else {
+            (
+                format!("{} → {}", format_bytes(r.bytes.0), format_bytes(r.bytes.1)),
+                format!("{} → {}", tok(r.tokens.0, r.real_tokens.0), tok(r.tokens.1, r.real_tokens.1)),
+            )
+        };
         let session = match (&r.session, journal) {
-            (Some(s), Some(_)) => format!("<a href=\"#{}\" title=\"{}\">{}</a>", anchor(i), esc(s), esc(crate::commands::replay::short_session(s))),
+            (Some(s), Some(_)) => format!(
+                "<a href=\"#{}\" title=\"{}\">{}</a>",
+                anchor(i),
+                esc(s),
+                esc(crate::commands::replay::short_session(s))
+            ),
             (Some(s), None) => esc(s),
             (None, _) => "-".into(),
         };
         let _ = writeln!(
             h,
-            "<tr class=\"capture {}\" data-id=\"{}\" data-outcome=\"{}\"><td title=\"{}\">{}</td><td><span class=\"outcome o-{}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{} → {}</td><td class=\"num\">{} → {}</td><td>{checks}</td><td>{session}</td></tr>",
+            "<tr class=\"capture {}\" data-id=\"{}\" data-outcome=\"{}\"><td title=\"{}\">{}</td><td><span class=\"outcome o-{}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{bytes}</td><td class=\"num\">{tokens}</td><td>{checks}</td><td>{session}</td></tr>",
             if r.passed { "pass" } else { "fail" },
             esc(&r.id),
             esc(&r.outcome),
@@ -150,10 +166,6 @@ pub fn render(title: &str, rows: &[CorpusRow], journal: Option<&Journal>) -> Res
             esc(&r.outcome),
             esc(&r.outcome),
             r.attempts,
-            format_bytes(r.bytes.0),
-            format_bytes(r.bytes.1),
-            tok(r.tokens.0, r.real_tokens.0),
-            tok(r.tokens.1, r.real_tokens.1),
         );
     }
     h.push_str("</tbody>\n</table>\n");
@@ -177,13 +189,20 @@ struct Attempt {
     cap: Option<u64>,
 }
 
-fn session_section(h: &mut String, j: &Journal, session: &str, id: &str, row: &CorpusRow) -> Result<(), String> {
+fn session_section(
+    h: &mut String,
+    j: &Journal,
+    session: &str,
+    id: &str,
+    row: &CorpusRow,
+) -> Result<(), String> {
     let err = |e: salvage_journal::JournalError| e.to_string();
     let events = j.events(session, 0, usize::MAX >> 1).map_err(err)?;
     let head = j.version(session).map_err(err)?;
     let links: Vec<(u64, Option<u64>)> = events.iter().map(|e| (e.seq, e.parent)).collect();
     let abandoned = salvage_journal::branches::abandoned(&links, head);
-    let title = j.sessions().map_err(err)?.into_iter().find(|s| s.id == session).map(|s| s.title).unwrap_or_default();
+    let title =
+        j.sessions().map_err(err)?.into_iter().find(|s| s.id == session).map(|s| s.title).unwrap_or_default();
     let mut window = None;
     let mut cap = None;
     let mut attempts = Vec::new();
@@ -305,7 +324,13 @@ fn rewrite(h: &mut String, j: &Journal, session: &str, e: &StoredEvent, ccr: &Cc
     );
     let mut shown = 0usize;
     let mut more = 0usize;
-    let mut line = |h: &mut String, cls: &str, sign: &str, idx: usize, role: &str, size: String, preview: &str| {
+    let mut line = |h: &mut String,
+                    cls: &str,
+                    sign: &str,
+                    idx: usize,
+                    role: &str,
+                    size: String,
+                    preview: &str| {
         if shown >= DIFF_ROWS {
             more += 1;
             return;
@@ -355,7 +380,10 @@ fn rewrite(h: &mut String, j: &Journal, session: &str, e: &StoredEvent, ccr: &Cc
                     let text = String::from_utf8_lossy(&b).to_string();
                     let shown: String = text.chars().take(MARKER_SHOW).collect();
                     let cut = if shown.len() < text.len() {
-                        format!("\n… ({} more; `salvage recall {k}` prints it all)", format_bytes((text.len() - shown.len()) as u64))
+                        format!(
+                            "\n… ({} more; `salvage recall {k}` prints it all)",
+                            format_bytes((text.len() - shown.len()) as u64)
+                        )
                     } else {
                         String::new()
                     };
@@ -449,7 +477,8 @@ fn chart(
         if let Some(l) = l {
             let yy = y(*l as f64);
             let (x1, x2) = (left + gw * g as f64, left + gw * (g as f64 + 1.0));
-            let _ = write!(path, "{}{x1:.1},{yy:.1} L{x2:.1},{yy:.1} ", if path.is_empty() { "M" } else { "L" });
+            let _ =
+                write!(path, "{}{x1:.1},{yy:.1} L{x2:.1},{yy:.1} ", if path.is_empty() { "M" } else { "L" });
         }
     }
     if !path.is_empty() && limit_on_scale {

@@ -59,6 +59,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // An empty SALVAGE_DB means unset (clap would otherwise report a missing --db value).
+    if std::env::var_os("SALVAGE_DB").is_some_and(|v| v.is_empty()) {
+        std::env::remove_var("SALVAGE_DB");
+    }
     let cli = Cli::parse();
     let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))

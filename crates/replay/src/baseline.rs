@@ -74,18 +74,15 @@ struct PrevCheck {
 /// Reads a `replay --json` report.
 pub fn read(file: &str, text: &str) -> Result<BTreeMap<String, serde_json::Value>, BaselineError> {
     let err = |problem: String| BaselineError { file: file.to_string(), problem };
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
     let caps = v
         .get("captures")
         .and_then(|c| c.as_array())
         .ok_or_else(|| err("captures: missing (expected the output of `salvage replay --json`)".into()))?;
     let mut out = BTreeMap::new();
     for (i, c) in caps.iter().enumerate() {
-        let id = c
-            .get("id")
-            .and_then(|x| x.as_str())
-            .ok_or_else(|| err(format!("captures[{i}].id: missing")))?;
+        let id =
+            c.get("id").and_then(|x| x.as_str()).ok_or_else(|| err(format!("captures[{i}].id: missing")))?;
         out.insert(id.to_string(), c.clone());
     }
     Ok(out)
@@ -103,18 +100,20 @@ pub fn compare(
 ) -> Comparison {
     let mut c = Comparison { threshold_percent, ..Comparison::default() };
     for r in current {
-        let Some(prev) = baseline.get(&r.id).and_then(|v| serde_json::from_value::<Prev>(v.clone()).ok()) else {
+        let Some(prev) = baseline.get(&r.id).and_then(|v| serde_json::from_value::<Prev>(v.clone()).ok())
+        else {
             c.new.push(r.id.clone());
             continue;
         };
-        let mut flag = |what: &str, before: serde_json::Value, after: serde_json::Value, detail: String, worse: bool| {
-            let ch = Change { id: r.id.clone(), what: what.into(), before, after, detail };
-            if worse {
-                c.regressions.push(ch);
-            } else {
-                c.improvements.push(ch);
-            }
-        };
+        let mut flag =
+            |what: &str, before: serde_json::Value, after: serde_json::Value, detail: String, worse: bool| {
+                let ch = Change { id: r.id.clone(), what: what.into(), before, after, detail };
+                if worse {
+                    c.regressions.push(ch);
+                } else {
+                    c.improvements.push(ch);
+                }
+            };
         let outcome = r.outcome.as_str();
         if prev.outcome != outcome {
             flag(
@@ -150,13 +149,27 @@ pub fn compare(
         if accepted(&prev.outcome) && accepted(outcome) {
             let pairs: [(&str, Option<u64>, Option<u64>); 3] = [
                 ("bytes", prev.request_bytes.last().copied(), r.request_bytes.last().copied()),
-                ("estimated_tokens", prev.estimated_tokens.last().copied(), r.estimated_tokens.last().copied()),
-                ("real_tokens", prev.real_tokens.last().copied().flatten(), r.real_tokens.last().copied().flatten()),
+                (
+                    "estimated_tokens",
+                    prev.estimated_tokens.last().copied(),
+                    r.estimated_tokens.last().copied(),
+                ),
+                (
+                    "real_tokens",
+                    prev.real_tokens.last().copied().flatten(),
+                    r.real_tokens.last().copied().flatten(),
+                ),
             ];
             for (what, b, a) in pairs {
                 let (Some(b), Some(a)) = (b, a) else { continue };
                 if up_by(b, a, threshold_percent) {
-                    flag(what, b.into(), a.into(), format!("accepted request {what} {b} → {a} (over +{threshold_percent}%)"), true);
+                    flag(
+                        what,
+                        b.into(),
+                        a.into(),
+                        format!("accepted request {what} {b} → {a} (over +{threshold_percent}%)"),
+                        true,
+                    );
                 } else if up_by(a, b, threshold_percent) {
                     flag(what, b.into(), a.into(), format!("accepted request {what} {b} → {a}"), false);
                 }

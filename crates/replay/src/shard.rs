@@ -25,7 +25,8 @@ impl Shard {
     pub fn parse(text: &str) -> Result<Shard, String> {
         let bad = || format!("--shard: {text:?} is not I/N with 1 <= I <= N (e.g. 2/4)");
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
-        let (index, count) = (i.trim().parse::<u32>().map_err(|_| bad())?, n.trim().parse::<u32>().map_err(|_| bad())?);
+        let (index, count) =
+            (i.trim().parse::<u32>().map_err(|_| bad())?, n.trim().parse::<u32>().map_err(|_| bad())?);
         if index == 0 || count == 0 || index > count {
             return Err(bad());
         }

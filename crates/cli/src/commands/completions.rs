@@ -6,7 +6,9 @@ use crate::output::Output;
 
 /// Arguments of `salvage completions`.
 #[derive(clap::Args)]
-#[command(after_help = "Example: salvage completions bash > ~/.local/share/bash-completion/completions/salvage")]
+#[command(
+    after_help = "Example: salvage completions bash > ~/.local/share/bash-completion/completions/salvage"
+)]
 pub struct Args {
     /// The shell.
     #[arg(value_enum)]

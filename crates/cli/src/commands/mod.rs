@@ -2,8 +2,8 @@
 
 pub mod apply;
 pub mod ccr;
-pub mod completions;
 pub mod classify;
+pub mod completions;
 pub mod config;
 pub mod generate;
 pub mod import;
@@ -12,5 +12,5 @@ pub mod journal_delete;
 pub mod journal_diff;
 pub mod journal_points;
 pub mod recall;
-pub mod report;
 pub mod replay;
+pub mod report;

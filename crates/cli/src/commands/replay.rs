@@ -2,8 +2,8 @@
 
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
-use crate::output::{table, write_atomic, Output};
 use crate::junit;
+use crate::output::{table, write_atomic, Output};
 use salvage_replay::corpus::{discover, run_all, CaptureReport, Target};
 use salvage_replay::shard::Shard;
 use salvage_types::format_bytes;
@@ -114,14 +114,11 @@ fn failed_checks(r: &CaptureReport) -> Vec<(String, String)> {
 fn overrides(set: &[String]) -> Result<Vec<(String, String)>, Failure> {
     let mut out = Vec::new();
     for kv in set {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| Failure::Input(format!("--set: {kv:?} is not KEY=VALUE")))?;
+        let (k, v) =
+            kv.split_once('=').ok_or_else(|| Failure::Input(format!("--set: {kv:?} is not KEY=VALUE")))?;
         let k = k.trim();
         if !salvage_types::config::SETTING_NAMES.contains(&k) {
-            return Err(Failure::Input(format!(
-                "--set: {k} is not a known setting (see `salvage config`)"
-            )));
+            return Err(Failure::Input(format!("--set: {k} is not a known setting (see `salvage config`)")));
         }
         let probe: std::collections::BTreeMap<String, String> = [(k.to_string(), v.to_string())].into();
         if let Some((_, why)) = salvage_types::Config::from_env(&probe).errors().first() {
@@ -145,7 +142,9 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
         None => None,
     };
     if args.bless && !set.is_empty() {
-        return Err(Failure::Input("--bless with --set would record a what-if run as the expectation".into()));
+        return Err(Failure::Input(
+            "--bless with --set would record a what-if run as the expectation".into(),
+        ));
     }
     let limits = crate::db::ceilings(env)?;
     // Files named on the command line must be readable (exit 2); files found in folders that are
@@ -218,7 +217,8 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
             let _ = std::io::stderr().flush();
         }
     };
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    let jobs =
+        args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let reports = run_all(
         &captures,
         &target,
@@ -344,7 +344,10 @@ fn corpus_row(row: &Row) -> crate::html::CorpusRow {
                 file: Some(r.file.clone()),
                 outcome: r.outcome.to_string(),
                 attempts: r.attempts,
-                bytes: (r.request_bytes.first().copied().unwrap_or(0), r.request_bytes.last().copied().unwrap_or(0)),
+                bytes: (
+                    r.request_bytes.first().copied().unwrap_or(0),
+                    r.request_bytes.last().copied().unwrap_or(0),
+                ),
                 tokens: (
                     r.estimated_tokens.first().copied().unwrap_or(0),
                     r.estimated_tokens.get(n).copied().unwrap_or(0),
