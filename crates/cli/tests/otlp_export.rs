@@ -54,7 +54,11 @@ fn otlp_export_decodes_with_the_official_protobuf_definitions() {
     let out = dir.path().join("trace.json");
     salvage(dir.path(), &["journal", "export", "latest", "--format", "otlp", "-o", out.to_str().unwrap()]);
     let o = Command::new(python()).arg(root().join("testdata/otlp/decode.py")).arg(&out).output().unwrap();
-    assert!(o.status.success(), "the protobuf decoder refused the export: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "the protobuf decoder refused the export: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["resource"]["service.name"], "salvage");
     let spans = v["spans"].as_array().unwrap();

@@ -183,7 +183,10 @@ pub fn compare(expect: &Expect, run: &Run) -> (bool, Vec<String>) {
     }
     if let Some(l) = expect.level {
         if run.rung != Some(l) {
-            diffs.push(format!("level: expected rung {l}, got {:?}", run.rung));
+            diffs.push(format!(
+                "level: expected rung {l}, got {}",
+                run.rung.map(|r| format!("rung {r}")).unwrap_or_else(|| "no rung".into())
+            ));
         }
     }
     if let Some(n) = expect.notice_injected {
@@ -193,7 +196,10 @@ pub fn compare(expect: &Expect, run: &Run) -> (bool, Vec<String>) {
     }
     if let Some(c) = expect.cap_learned_bytes {
         if run.caps.last() != Some(&c) {
-            diffs.push(format!("cap_learned_bytes: expected {c}, got {:?}", run.caps.last()));
+            diffs.push(format!(
+                "cap_learned_bytes: expected {c}, got {}",
+                run.caps.last().map(|x| x.to_string()).unwrap_or_else(|| "none".into())
+            ));
         }
     }
     (diffs.is_empty(), diffs)
