@@ -112,10 +112,10 @@ pub fn render(title: &str, rows: &[CorpusRow], journal: Option<&Journal>) -> Res
         env!("CARGO_PKG_VERSION"),
         esc(title)
     );
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<header><h1>{}</h1><p class=\"summary\" id=\"summary\">{} row(s): <b class=\"ok\">{passed} passed</b>, <b class=\"bad\">{} failed</b>{}</p>\
-         <p class=\"tools\"><button type=\"button\" id=\"expand\">expand all</button> <label><input type=\"checkbox\" id=\"show-abandoned\" checked> show abandoned branches</label></p></header>\n",
+         <p class=\"tools\"><button type=\"button\" id=\"expand\">expand all</button> <label><input type=\"checkbox\" id=\"show-abandoned\" checked> show abandoned branches</label></p></header>",
         esc(title),
         rows.len(),
         rows.len() - passed,

@@ -279,9 +279,15 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             let session = resolve(&j, &session)?;
             let c = crate::commands::journal_points::list(&j, &session)?;
             if json {
-                let c: Vec<_> =
-                    c.iter().map(|p| json!({"name": p.name, "seq": p.seq, "live": p.live})).collect();
-                out.json(&json!({ "checkpoints": c }))?;
+                // `checkpoints` are those in the head's state; a rewind back past one moves it
+                // to `abandoned` (still a target for `rewind --to NAME`).
+                let pick = |live: bool| -> Vec<serde_json::Value> {
+                    c.iter()
+                        .filter(|p| p.live == live)
+                        .map(|p| json!({"name": p.name, "seq": p.seq}))
+                        .collect()
+                };
+                out.json(&json!({ "checkpoints": pick(true), "abandoned": pick(false) }))?;
             } else if c.is_empty() {
                 out.line(&format!(
                     "no checkpoints in {session} (create one with `salvage journal checkpoint {session} --name NAME`)"
