@@ -121,3 +121,62 @@ impl Journal {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+    use super::*;
+    use crate::{HistoryChange, NewEvent};
+    use chrono::TimeZone;
+    use salvage_types::event::EventBody;
+    use salvage_types::Message;
+
+    fn start(j: &mut Journal, id: &str, history: Vec<Message>) {
+        let t = Utc.timestamp_millis_opt(1_764_000_000_000).unwrap();
+        let first = NewEvent::new(
+            format!("{id}-1"),
+            t,
+            EventBody::SessionStarted {
+                provider: None,
+                model: None,
+                context_window: None,
+                settings: Default::default(),
+                cap: None,
+            },
+        );
+        j.start_session(id, "t", first).unwrap();
+        let e =
+            NewEvent::new(format!("{id}-2"), t, EventBody::MessageAppended { count: history.len() as u64 })
+                .with_history(HistoryChange::Append(history));
+        j.append(id, Some(1), vec![e]).unwrap();
+    }
+
+    #[test]
+    fn deleting_a_session_keeps_what_others_share_and_refuses_single_events() {
+        let mut j = Journal::in_memory().unwrap();
+        let shared = Message::system("shared system prompt");
+        start(&mut j, "a", vec![shared.clone(), Message::user("only in a")]);
+        start(&mut j, "b", vec![shared.clone(), Message::user("only in b")]);
+        assert!(j.conn().execute("DELETE FROM events WHERE session_id = 'a' AND seq = 2", []).is_err());
+        let now = Utc.timestamp_millis_opt(1_765_000_000_000).unwrap();
+        let d = j.delete_sessions(&["a".to_string()], "test", now).unwrap();
+        assert_eq!((d.sessions.len(), d.events, d.messages), (1, 2, 1));
+        assert_eq!(j.head("b").unwrap().history, vec![shared, Message::user("only in b")]);
+        assert!(matches!(j.version("a"), Err(JournalError::NoSession(_))));
+        assert!(j.verify(None).unwrap().bad.is_empty());
+        let logged: i64 = j
+            .conn()
+            .query_row("SELECT count(*) FROM deleted_sessions WHERE id = 'a'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(logged, 1);
+        // The permission does not outlive the transaction.
+        assert!(j.conn().execute("DELETE FROM events WHERE session_id = 'b'", []).is_err());
+        assert!(matches!(
+            j.delete_sessions(&["zz".to_string()], "test", now),
+            Err(JournalError::NoSession(_))
+        ));
+        // The same id can be used again.
+        start(&mut j, "a", vec![Message::user("again")]);
+        assert_eq!(j.head("a").unwrap().history.len(), 1);
+    }
+}

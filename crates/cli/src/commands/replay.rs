@@ -111,6 +111,15 @@ fn failed_checks(r: &CaptureReport) -> Vec<(String, String)> {
     v
 }
 
+/// A failed check or missed expectation for people: `pairing: …`, `expect outcome: …`.
+fn line(check: &str, detail: &str) -> String {
+    if check == "expect" {
+        format!("expect {detail}")
+    } else {
+        format!("{check}: {detail}")
+    }
+}
+
 fn overrides(set: &[String]) -> Result<Vec<(String, String)>, Failure> {
     let mut out = Vec::new();
     for kv in set {
@@ -357,7 +366,7 @@ fn corpus_row(row: &Row) -> crate::html::CorpusRow {
                     r.real_tokens.get(n).copied().flatten(),
                 ),
                 checks: Some((r.checks.iter().filter(|c| c.ok).count(), r.checks.len())),
-                failed: failed_checks(r).into_iter().map(|(k, d)| format!("{k}: {d}")).collect(),
+                failed: failed_checks(r).into_iter().map(|(k, d)| line(&k, &d)).collect(),
                 session: r.session.clone(),
                 passed: r.passed(),
             }
@@ -453,7 +462,7 @@ fn print_table(rows_in: &[Row], out: &mut Output) -> std::io::Result<()> {
             Row::Done(r) if !r.passed() => {
                 out.line(&format!("\n{} ({}):", r.id, r.file))?;
                 for (k, d) in failed_checks(r) {
-                    out.line(&format!("  ✖ {k}: {d}"))?;
+                    out.line(&format!("  ✖ {}", line(&k, &d)))?;
                 }
             }
             Row::Unreadable { file, error, .. } => {
