@@ -26,7 +26,11 @@ pub fn outcome_of(events: &[crate::StoredEvent]) -> Option<&'static str> {
                     rejected = true;
                 }
             }
-            EventBody::FloorDiagnosis { verdict, .. } if format!("{verdict}") == "fail_fast" => fail_fast = true,
+            EventBody::FloorDiagnosis { verdict, .. }
+                if serde_json::to_value(verdict).is_ok_and(|v| v == "fail_fast") =>
+            {
+                fail_fast = true
+            }
             EventBody::ProviderError { class, .. } if !class.recoverable() => not_recoverable = true,
             _ => {}
         }
