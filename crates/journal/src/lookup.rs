@@ -104,7 +104,37 @@ impl Journal {
 
     /// How a session ended (see [`outcome_of`]).
     pub fn session_outcome(&self, session: &str) -> Result<Option<&'static str>, JournalError> {
-        let events = self.events(session, 0, usize::MAX >> 1)?;
+        // Only the three kinds that decide it are read and decoded.
+        let mut st = self
+            .conn()
+            .prepare_cached(
+                "SELECT seq, body FROM events WHERE session_id = ?1
+                 AND kind IN ('request_sent', 'floor_diagnosis', 'provider_error') ORDER BY seq",
+            )
+            .map_err(sql("session outcome"))?;
+        let rows = st
+            .query_map([session], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
+            .map_err(sql("session outcome"))?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (seq, body) = row.map_err(sql("session outcome"))?;
+            let seq = u64::try_from(seq).unwrap_or(0);
+            let body: EventBody = serde_json::from_slice(&body).map_err(|e| JournalError::Corrupt {
+                session: session.to_string(),
+                seq,
+                problem: format!("body does not decode: {e}"),
+            })?;
+            events.push(crate::StoredEvent {
+                seq,
+                event_id: String::new(),
+                parent: None,
+                kind: body.kind().to_string(),
+                kind_version: body.kind_version(),
+                ts: String::new(),
+                body,
+                delta: None,
+            });
+        }
         Ok(outcome_of(&events))
     }
 }
