@@ -89,7 +89,10 @@ pub fn session_row(j: &Journal, session: &str) -> Result<CorpusRow, String> {
         file: None,
         passed: matches!(outcome.as_str(), "recovered" | "no_failure"),
         outcome,
-        attempts: u32::try_from(sent.len().saturating_sub(1)).unwrap_or(u32::MAX),
+        attempts: u32::try_from(
+            events.iter().filter(|e| matches!(e.body, EventBody::RecoveryAttempt { .. })).count(),
+        )
+        .unwrap_or(u32::MAX),
         bytes: (first.0, last.0),
         tokens: (first.1, last.1),
         real_tokens: (first.2, last.2),
@@ -343,22 +346,52 @@ fn rewrite(h: &mut String, j: &Journal, session: &str, e: &StoredEvent, ccr: &Cc
             esc(preview)
         );
     };
+    // One list in history order (dropped and stubbed by their old index, added by their new one).
+    struct Item<'a> {
+        order: (usize, u8),
+        cls: &'static str,
+        sign: &'static str,
+        role: &'a str,
+        size: String,
+        preview: &'a str,
+    }
+    let mut items: Vec<Item<'_>> = Vec::new();
     for m in &d.dropped {
-        line(h, "dropped", "−", m.index, &m.role, format_bytes(m.bytes), &m.preview);
+        let size = format_bytes(m.bytes);
+        items.push(Item {
+            order: (m.index, 0),
+            cls: "dropped",
+            sign: "−",
+            role: &m.role,
+            size,
+            preview: &m.preview,
+        });
     }
     for m in &d.stubbed {
-        line(
-            h,
-            "stubbed",
-            "~",
-            m.index,
-            &m.role,
-            format!("{} → {}", format_bytes(m.before_bytes), format_bytes(m.after_bytes)),
-            &m.preview,
-        );
+        let size = format!("{} → {}", format_bytes(m.before_bytes), format_bytes(m.after_bytes));
+        items.push(Item {
+            order: (m.index, 1),
+            cls: "stubbed",
+            sign: "~",
+            role: &m.role,
+            size,
+            preview: &m.preview,
+        });
     }
     for m in &d.added {
-        line(h, "added", "+", m.index, &m.role, format_bytes(m.bytes), &m.preview);
+        let size = format_bytes(m.bytes);
+        items.push(Item {
+            order: (m.index, 2),
+            cls: "added",
+            sign: "+",
+            role: &m.role,
+            size,
+            preview: &m.preview,
+        });
+    }
+    items.sort_by_key(|x| x.order);
+    for x in items {
+        line(h, x.cls, x.sign, x.order.0, x.role, x.size, x.preview);
     }
     if more > 0 {
         let _ = write!(h, "<tr><td></td><td colspan=\"4\">… {more} more</td></tr>");
