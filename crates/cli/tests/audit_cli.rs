@@ -167,7 +167,7 @@ fn baseline_flags_regressions_and_set_overrides_settings() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("expect: level: expected rung 3, got rung 2"),
+        String::from_utf8_lossy(&o.stdout).contains("expect level: expected rung 3, got rung 2"),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
