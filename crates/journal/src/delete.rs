@@ -142,6 +142,7 @@ mod tests {
                 context_window: None,
                 settings: Default::default(),
                 cap: None,
+                invalid_settings: Vec::new(),
             },
         );
         j.start_session(id, "t", first).unwrap();

@@ -27,7 +27,7 @@ pub fn outcome_of(events: &[crate::StoredEvent]) -> Option<&'static str> {
                 }
             }
             EventBody::FloorDiagnosis { verdict, .. }
-                if serde_json::to_value(verdict).is_ok_and(|v| v == "fail_fast") =>
+                if *verdict == salvage_types::event::FloorVerdict::FailFast =>
             {
                 fail_fast = true
             }

@@ -148,7 +148,7 @@ pub fn session_traces(journal: &Journal, session: &str) -> Result<Value, Journal
                         status = Some((STATUS_ERROR, message.chars().take(200).collect()));
                     }
                     Some(EventBody::ResponseReceived { stop_reason, output_tokens }) if *accepted => {
-                        a.push(arr("gen_ai.response.finish_reasons", &[stop_reason.to_string().as_str()]));
+                        a.push(arr("gen_ai.response.finish_reasons", &[stop_reason.as_str()]));
                         if let Some(t) = output_tokens {
                             a.push(n("gen_ai.usage.output_tokens", *t));
                         }
