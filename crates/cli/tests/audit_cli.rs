@@ -329,6 +329,21 @@ fn conventions_completions_man_pipes_and_databases() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(out.stderr.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
+    // Waiting for standard input on a terminal says so (util-linux `script` gives it a terminal).
+    if Path::new("/usr/bin/script").exists() {
+        for sub in ["classify", "apply rung1"] {
+            let o = Command::new("/usr/bin/script")
+                .args(["-qec", &format!("{} {sub}", env!("CARGO_BIN_EXE_salvage")), "/dev/null"])
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(text.contains("from standard input (end with Ctrl-D"), "{sub}: {text}");
+        }
+        let o = salvage(dir.path(), &["classify"]);
+        assert!(!stderr(&o).contains("Ctrl-D"), "no hint when stdin is not a terminal");
+    }
     // generate --size 10MB, as in the README.
     let big = dir.path().join("big.json");
     ok(dir.path(), &["generate", "--size", "10MB", "--seed", "7", "-o", big.to_str().unwrap()]);
