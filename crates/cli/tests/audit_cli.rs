@@ -306,6 +306,12 @@ fn conventions_completions_man_pipes_and_databases() {
     }
     let man = ok(dir.path(), &["man"]);
     assert!(man.contains(".TH salvage") && man.contains("replay"));
+    let pages = dir.path().join("man");
+    std::fs::create_dir(&pages).unwrap();
+    ok(dir.path(), &["man", "--dir", pages.to_str().unwrap()]);
+    for page in ["salvage.1", "salvage-replay.1", "salvage-journal-diff.1", "salvage-report.1"] {
+        assert!(std::fs::read_to_string(pages.join(page)).unwrap().contains(".TH"), "{page}");
+    }
     // --db: no folder is created but .salvage/.
     let o = salvage(dir.path(), &["replay", "--no-journal", "x.json", "--db", "/nonexistent-salvage/x/y.db"]);
     assert_eq!(o.status.code(), Some(2));

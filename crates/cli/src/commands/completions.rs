@@ -17,8 +17,14 @@ pub struct Args {
 
 /// Arguments of `salvage man`.
 #[derive(clap::Args)]
-#[command(after_help = "Example: salvage man > salvage.1 && man ./salvage.1")]
-pub struct ManArgs {}
+#[command(
+    after_help = "Example: salvage man > salvage.1 && man ./salvage.1\n         salvage man --dir target/man   (salvage.1, salvage-replay.1, salvage-journal-log.1, …)"
+)]
+pub struct ManArgs {
+    /// Write one page per command and subcommand into this existing folder instead.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<std::path::PathBuf>,
+}
 
 /// Prints the completion script.
 pub fn run(args: Args, mut cmd: clap::Command, out: &mut Output) -> Outcome {
@@ -29,7 +35,16 @@ pub fn run(args: Args, mut cmd: clap::Command, out: &mut Output) -> Outcome {
 }
 
 /// Prints the man page (roff): synopsis, options, every subcommand, exit codes.
-pub fn man(_args: ManArgs, cmd: clap::Command, out: &mut Output) -> Outcome {
+pub fn man(args: ManArgs, cmd: clap::Command, out: &mut Output) -> Outcome {
+    if let Some(dir) = args.dir {
+        if !dir.is_dir() {
+            return Err(Failure::Input(format!("--dir: {} is not a folder", dir.display())));
+        }
+        clap_mangen::generate_to(cmd, &dir)
+            .map_err(|e| Failure::Problem(format!("{}: cannot write: {e}", dir.display())))?;
+        out.line(&format!("man pages written to {}", dir.display()))?;
+        return Ok(());
+    }
     let mut buf = Vec::new();
     clap_mangen::Man::new(cmd).render(&mut buf).map_err(|e| Failure::Problem(e.to_string()))?;
     out.put_bytes(&buf)?;
