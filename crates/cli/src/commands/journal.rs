@@ -129,14 +129,17 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
-    /// Export a session as a capture (default), JSONL events, or OpenTelemetry spans (OTLP/JSON).
+    /// Export a session as a capture (default), as JSONL events, as a request body of a provider
+    /// format (the history with the blocks its messages carry), or as OpenTelemetry spans (OTLP/JSON).
     Export {
         /// The session: its id, a unique prefix, its run stamp (after `@`), or `latest`.
         session: String,
-        /// `capture`, `jsonl`, or `otlp` (GenAI semantic-convention spans as OTLP/JSON).
-        #[arg(long, default_value = "capture", value_parser = ["capture", "jsonl", "otlp"])]
+        /// `capture`, `jsonl`, `otlp` (GenAI semantic-convention spans as OTLP/JSON), or a request
+        /// body: `openai`, `anthropic`, `openai_responses`, `gemini`, `bedrock`, `chatcli` (a
+        /// session file).
+        #[arg(long, default_value = "capture", value_parser = ["capture", "jsonl", "otlp", "openai", "anthropic", "openai_responses", "gemini", "bedrock", "chatcli"])]
         format: String,
-        /// The state after this event (number or checkpoint name) instead of the head (capture, jsonl).
+        /// The state after this event (number or checkpoint name) instead of the head (all but otlp).
         #[arg(long, value_name = "SEQ|NAME")]
         at: Option<String>,
         /// Write to this file (atomically) instead of stdout.
@@ -384,7 +387,20 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                     if !no_redact {
                         counts = salvage_wire::redact::redact_capture(&mut c);
                     }
-                    c.to_json_pretty()
+                    match salvage_types::capture::RequestFormat::parse(&format) {
+                        Some(f) => {
+                            let request = c
+                                .request
+                                .clone()
+                                .filter(|r| r.format == f)
+                                .unwrap_or_else(|| salvage_wire::bare_request(f, c.model.as_deref()));
+                            let body = salvage_wire::request_body(&request, &c.history);
+                            serde_json::to_string_pretty(&body)
+                                .map_err(|e| Failure::Problem(e.to_string()))?
+                                + "\n"
+                        }
+                        None => c.to_json_pretty(),
+                    }
                 }
             };
             if !counts.is_empty() {
