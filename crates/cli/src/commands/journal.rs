@@ -67,6 +67,25 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
+    /// Journal a whole client session from its session file: one event per turn, the client's
+    /// compactions as compaction events (the pre-compaction history archived in CCR). Importing
+    /// the same file again appends nothing; a longer version appends only what is new.
+    #[command(
+        after_help = "Files: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex CLI ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl.\nExample:\n  salvage journal import --from claude-code ~/.claude/projects/-home-me-app/5c0375b4-….jsonl\n  salvage journal log 5c0375b4-…"
+    )]
+    Import {
+        /// What FILE is.
+        #[arg(long, value_enum)]
+        from: SessionFrom,
+        /// The session file.
+        file: PathBuf,
+        /// The journal session id (default: the file's session id, else the file name).
+        #[arg(long)]
+        session: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Export a session as a capture (default), as JSONL events, or as a request body of a
     /// provider format (the history with the blocks its messages carry).
     Export {
@@ -85,6 +104,15 @@ enum Sub {
     },
 }
 
+/// Session files `journal import` reads.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SessionFrom {
+    /// Claude Code transcript (JSONL).
+    ClaudeCode,
+    /// Codex CLI rollout (JSONL).
+    Codex,
+}
+
 fn problem(e: JournalError) -> Failure {
     match e {
         JournalError::NoSession(_) | JournalError::NoEvent { .. } | JournalError::Invalid(_) => {
@@ -96,6 +124,9 @@ fn problem(e: JournalError) -> Failure {
 
 /// Runs the command.
 pub fn run(args: Args, out: &mut Output) -> Outcome {
+    if let Sub::Import { from, file, session, json } = args.command {
+        return import(&args.db, from, &file, session, json, out);
+    }
     let store = args.db.open_existing()?;
     let mut j = Journal::from_store(store);
     match args.command {
@@ -191,6 +222,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 )));
             }
         }
+        Sub::Import { .. } => {}
         Sub::Export { session, format, output, no_redact } => {
             let mut counts = salvage_wire::redact::Counts::new();
             let text = if format == "jsonl" {
@@ -228,6 +260,60 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 None => out.put(&text)?,
             }
         }
+    }
+    Ok(())
+}
+
+fn import(
+    db: &DbArgs,
+    from: SessionFrom,
+    file: &std::path::Path,
+    session: Option<String>,
+    json: bool,
+    out: &mut Output,
+) -> Outcome {
+    let name = file.display().to_string();
+    let bytes = std::fs::read(file).map_err(|e| Failure::Input(format!("{name}: cannot read: {e}")))?;
+    let source = match from {
+        SessionFrom::ClaudeCode => salvage_wire::Source::ClaudeCode,
+        SessionFrom::Codex => salvage_wire::Source::Codex,
+    };
+    let read = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
+    let id = session
+        .or_else(|| read.id.clone())
+        .or_else(|| file.file_stem().map(|s| s.to_string_lossy().to_string()))
+        .unwrap_or_else(|| "imported".into());
+    let src = salvage_journal::import::Source {
+        session: id.clone(),
+        title: format!(
+            "{} {}",
+            read.client,
+            file.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
+        ),
+        client: read.client.to_string(),
+        provider: read.provider.clone(),
+        model: read.model.clone(),
+    };
+    let mut j = Journal::from_store(db.open()?);
+    let done = j.import_steps(&src, &read.steps, chrono::Utc::now()).map_err(problem)?;
+    if json {
+        out.json(&json!({"session": id, "import": done, "report": read.report}))?;
+    } else {
+        eprint!("{name}: {}", read.report.describe());
+        out.line(&format!(
+            "session {id}: {} event(s) appended, {} step(s) already journaled{}{}; head at event {}",
+            done.appended,
+            done.existing,
+            done.rewound_to
+                .map(|t| format!(", rewound to event {t} (the file's branch changed)"))
+                .unwrap_or_default(),
+            if done.archived > 0 {
+                format!(", {} compaction(s) archived", done.archived)
+            } else {
+                String::new()
+            },
+            done.head
+        ))?;
     }
     Ok(())
 }
