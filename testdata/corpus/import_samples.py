@@ -361,6 +361,79 @@ imp("responses-500-not-recoverable", p, F(wording("openai-responses", "server er
         ev("recovery_attempt", "§2: no rung for a server error", count=0)]))
 
 
+# --- session files (Claude Code, Codex, Cline): imported by their importers too ------------------
+def write_grown_jsonl(name, lines, sample, how, ext="jsonl"):
+    os.makedirs(GROWN, exist_ok=True)
+    path = os.path.join(GROWN, f"{name}.{ext}")
+    with open(path, "w") as f:
+        for l in lines:
+            f.write(json.dumps(l, ensure_ascii=False, separators=(",", ":")) + "\n")
+    README_LINES.append(f"| `{name}.{ext}` | `{sample}` | {how} |")
+    return path
+
+def rg_lines(n, skip=0):
+    """`n` bytes of `rg -n` output (`path:line:text`) over the repository's sources at PIN."""
+    out, size = [], 0
+    for line in source_text(4 * n, skip=skip).splitlines():
+        if line.startswith("// ===== "):
+            path, no = line[9:-6], 0
+            continue
+        no += 1
+        if line.strip():
+            l = f"{path}:{no}:{line}"
+            out.append(l); size += len(l) + 1
+            if size >= n: break
+    return "\n".join(out) + "\n"
+
+# === 15. Claude Code transcript: Cloudflare WAF 403; the Task report grown to 120 KB; rung 1 ====
+s = "claude-code/v1.0.108-real-tools-split-blocks-inline-sidechain.jsonl"
+lines = [json.loads(l) for l in open(os.path.join(SAMPLES, s))]
+for d in lines:
+    for blk in (d.get("message") or {}).get("content") or []:
+        if isinstance(blk, dict) and blk.get("tool_use_id") == "toolu_014YF9TXhDRR7BnpasNJ7gjC":
+            grown = blk["content"][0]["text"] + "\n\n" + prose_text(120_000, "testdata/samples/README.md")
+            blk["content"][0]["text"] = grown
+            d["toolUseResult"]["content"][0]["text"] = grown  # Claude Code's UI copy of the same result
+p = write_grown_jsonl("claude-code-task-report-120k", lines, s, "the `Task` tool_result text (line 22, the sub-agent's report) and its `toolUseResult.content` copy followed by 120 000 bytes of real Markdown (testdata/samples/README.md at the pinned commit)")
+imp("claude-code-cloudflare-403", p,
+    F(wording("cloudflare", "cloudflare block page")) + ["--gateway-max-bytes", 102400, "--gateway-rejects-with", "waf_403"],
+    "Claude Code transcript (real v1.0.108: split assistant entries, inline sidechain) with a 120 KB sub-agent report behind Cloudflare's block page at 100 KB: WAF rejection, 4 MB assumed, rung 1 previews the report",
+    E("recovered", level=1, max_attempts=1, notice=True, cap=ASSUMED_CAP, events=[
+        ev("provider_error", "behavior.md §2: 403 + `cloudflare` / `blocked` is waf_rejection", count=1, **{"class": "waf_rejection"}),
+        ev("cap_learned", "§3.1: the block page carries no size → 4 MB assumed", count=1, cap=ASSUMED_CAP),
+        ev("recovery_attempt", "§4 rung 1: the report is over the halved per-result limit", count=1, rung=1, outcome="applied"),
+        ev("notice_injected", "§3.4: once on the payload path", count=1)]))
+
+# === 16. Codex rollout: context window error event in the stream; rg output grown; rung 1 ========
+s = "codex/real-2026-04-excerpt-noncontiguous.jsonl"
+lines = [json.loads(l) for l in open(os.path.join(SAMPLES, s))]
+for d in lines:
+    if d.get("type") == "response_item" and d["payload"].get("type") == "function_call_output":
+        d["payload"]["output"] = d["payload"]["output"] + "\n" + rg_lines(60_000, skip=5)
+p = write_grown_jsonl("codex-rg-output-60k", lines, s, "the `function_call_output` output of the `rg -n` call followed by 60 000 bytes of `rg -n`-style lines (`path:line:text`) over the repository's Rust sources at the pinned commit")
+imp("codex-stream-overflow", p,
+    F(wording("openai-responses", "context window error event in a stream (no status)")) + ["--context-window", 8000, "--overflow-style", "openai"],
+    "Codex rollout (real, gpt-5.4 excerpt: exec_command + output) with a 60 KB rg output: the context-window error arrives as a stream event without status; rung 1 previews the output",
+    E("recovered", level=1, max_attempts=1, notice=False, events=[
+        ev("provider_error", "behavior.md §2: no status and no transport phrase: the phrase `context_length_exceeded` decides, context_overflow", count=1, **{"class": "context_overflow"}),
+        ev("recovery_attempt", "§4 rung 1: the output is over the halved per-result limit", count=1, rung=1, outcome="applied"),
+        ev("notice_injected", "§3.4: not the payload path", count=0)]))
+
+# === 17. Cline task history: OpenRouter prompt tokens limit; final_file_content grown; rung 1 =====
+s = "cline/native-tools-tool-result-with-result-prefix.json"
+b = load(s)
+res = b[1]["content"][0]
+head, rest = res["content"].split("<final_file_content path=\"new-file.ts\">\n", 1)
+res["content"] = head + "<final_file_content path=\"new-file.ts\">\n" + source_text(80_000, skip=13) + rest
+p = write_grown("cline-final-file-content-80k", b, s, "the file inside the tool_result's `<final_file_content>` grown by 80 000 bytes of Rust source before its original line (Cline echoes the whole saved file)")
+imp("cline-openrouter-overflow", p,
+    F(wording("openrouter", "prompt tokens limit exceeded (402)")) + ["--context-window", 6964, "--overflow-style", "openai"],
+    "Cline api_conversation_history (Cline's own test fixture, native tool_use) echoing an 80 KB saved file to OpenRouter with a 6 964-token key limit: 402 'Prompt tokens limit exceeded' is an overflow, rung 1 previews the result",
+    E("recovered", level=1, max_attempts=1, notice=False, events=[
+        ev("provider_error", "behavior.md §2 additions: OpenRouter `prompt tokens limit exceeded` is context_overflow (the phrase wins over 402)", count=1, **{"class": "context_overflow"}),
+        ev("recovery_attempt", "§4 rung 1: the result is over the halved per-result limit", count=1, rung=1, outcome="applied")]))
+
+
 # --- the README of the grown bodies ---------------------------------------------------------------
 with open(os.path.join(GROWN, "README.md"), "w") as f:
     f.write("# testdata/requests/grown — samples grown into failing sessions\n\n"
