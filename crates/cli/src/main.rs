@@ -48,6 +48,8 @@ enum Command {
     Classify(commands::classify::Args),
     /// What-if: run one stage on a history JSON and print the result.
     Apply(commands::apply::Args),
+    /// Record (and with --recover, recover) any client's sessions live: a reverse proxy to the provider.
+    Proxy(Box<commands::proxy::Args>),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         Command::Generate(a) => commands::generate::run(a, &mut out),
         Command::Classify(a) => commands::classify::run(a, &mut out),
         Command::Apply(a) => commands::apply::run(a, &env, &mut out),
+        Command::Proxy(a) => commands::proxy::run(*a, &env, &mut out),
     };
     exit::finish(result, &mut out)
 }

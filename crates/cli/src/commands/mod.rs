@@ -7,5 +7,6 @@ pub mod config;
 pub mod generate;
 pub mod import;
 pub mod journal;
+pub mod proxy;
 pub mod recall;
 pub mod replay;
