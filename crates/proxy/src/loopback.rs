@@ -100,6 +100,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         let mut len = 0usize;
         let mut mode = String::from("ok");
         let mut path = String::new();
+        let mut stream_bytes = 0usize;
         loop {
             let mut line = String::new();
             match r.read_line(&mut line).await {
@@ -115,6 +116,9 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             }
             if let Some(v) = lower.strip_prefix("content-length:") {
                 len = v.trim().parse().unwrap_or(0);
+            }
+            if let Some(v) = lower.strip_prefix("x-test-stream-bytes:") {
+                stream_bytes = v.trim().parse().unwrap_or(0);
             }
             if let Some(v) = lower.strip_prefix("x-test-mode:") {
                 mode = v.trim().to_string();
@@ -150,7 +154,16 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         let text = format!("Done: {} bytes received.", len);
         let p = path.split('?').next().unwrap_or("");
         if p.ends_with("/messages") {
-            if stream_wanted {
+            if stream_wanted && stream_bytes > 0 {
+                // A long answer: about `stream_bytes` of text in 1 KB deltas.
+                let delta = "x".repeat(1000);
+                let mut events = vec!["event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n".to_string()];
+                for _ in 0..stream_bytes / 1000 {
+                    events.push(format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{delta}\"}}}}\n\n"));
+                }
+                events.push("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":6}}\n\n".to_string());
+                sse(w, &events).await?;
+            } else if stream_wanted {
                 let events = [
                     format!("event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"output_tokens\":1}}}}}}\n\n", len / 4),
                     "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n".to_string(),
@@ -238,6 +251,19 @@ pub fn exchange(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> std::io::Result<(u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let status = exchange_into(conn, path, headers, body, &mut |b| out.extend_from_slice(b))?;
+    Ok((status, out))
+}
+
+/// Like [`exchange`], handing the response body to `sink` piece by piece instead of keeping it.
+pub fn exchange_into(
+    conn: &mut BufReader<TcpStream>,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    sink: &mut dyn FnMut(&[u8]),
+) -> std::io::Result<u16> {
     let mut req = format!(
         "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
         body.len()
@@ -269,22 +295,30 @@ pub fn exchange(
             chunked = true;
         }
     }
-    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut copy = |conn: &mut BufReader<TcpStream>, mut n: usize| -> std::io::Result<()> {
+        while n > 0 {
+            let k = n.min(buf.len());
+            conn.read_exact(&mut buf[..k])?;
+            sink(&buf[..k]);
+            n -= k;
+        }
+        Ok(())
+    };
     if chunked {
         loop {
             let mut size = String::new();
             conn.read_line(&mut size)?;
             let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
-            let mut chunk = vec![0u8; n + 2];
-            conn.read_exact(&mut chunk)?;
+            copy(conn, n)?;
+            let mut crlf = [0u8; 2];
+            conn.read_exact(&mut crlf)?;
             if n == 0 {
                 break;
             }
-            out.extend_from_slice(&chunk[..n]);
         }
     } else if let Some(n) = len {
-        out.resize(n, 0);
-        conn.read_exact(&mut out)?;
+        copy(conn, n)?;
     }
-    Ok((status, out))
+    Ok(status)
 }
