@@ -39,6 +39,7 @@ fn rig(journaling: bool) -> anyhow::Result<Rig> {
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes: 256 << 20,
+        settings: Default::default(),
     };
     let proxy =
         Proxy::new(options, journaling.then_some(writer), Box::new(|_| {})).map_err(anyhow::Error::msg)?;

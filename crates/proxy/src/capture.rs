@@ -130,11 +130,19 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
         expect: None,
     };
     let mut notes = Vec::new();
+    // A replay weighs attempt 0 by rebuilding the body from the history; `request.bytes` (which
+    // it must then equal) is recorded only when that model reproduces the client's body size.
+    let rebuilt = salvage_replay::driver::body_bytes(&capture, &input.history, info.default_output, false);
+    if rebuilt != input.bytes {
+        if let Some(r) = &mut capture.request {
+            r.bytes = None;
+        }
+        notes
+            .push(format!("the body as sent was {} bytes, {rebuilt} as the replay rebuilds it", input.bytes));
+    }
     if let Some(style) = gateway_style(&input.failure, input.class) {
         // The tightest cap consistent with what was seen: the reported size − 1, else the body's
         // size − 1 (as a replay weighs it, when that is smaller than the bytes as sent).
-        let rebuilt =
-            salvage_replay::driver::body_bytes(&capture, &input.history, info.default_output, false);
         let max = match input.failure.rejected_request_bytes {
             Some(r) => r.saturating_sub(1),
             None => input.bytes.min(rebuilt).saturating_sub(1),

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use salvage_ccr::{Ccr, Clock};
 use salvage_journal::{HistoryChange, Journal, JournalError, NewEvent};
 use salvage_recovery::classify::{classify, FailureInput};
-use salvage_types::capture::Failure;
+use salvage_types::capture::{Failure, StopReason};
 use salvage_types::event::EventBody;
 use salvage_types::{history_weight, ErrorClass};
 use salvage_types::{CcrKey, Message, Role};
@@ -281,6 +281,7 @@ pub fn write_turn(
                 transport: None,
                 history_bytes: history_weight(&history),
                 rejected_request_bytes: None,
+                payload_path_seen: false,
             });
             turn.step(
                 EventBody::ProviderError {
@@ -308,6 +309,7 @@ pub fn write_turn(
                     transport: Some(e.clone()),
                     history_bytes: history_weight(&history),
                     rejected_request_bytes: None,
+                    payload_path_seen: false,
                 });
                 turn.step(
                     EventBody::ProviderError {
@@ -335,11 +337,13 @@ pub fn write_turn(
             }
             Some(Cut::Client) | None => {}
         }
-        let stop = match (&turn.cut, &a.stop_reason) {
-            (Some(Cut::Client), _) => "client_disconnected".to_string(),
-            (Some(Cut::Upstream(_)), _) => "interrupted".to_string(),
-            (None, Some(s)) => s.clone(),
-            (None, None) => "unknown".to_string(),
+        // The journal's stop reasons are typed: the output limit as each provider says it, any
+        // other stop (end_turn, tool_use, stop, completed) as end_turn. A cut-off answer is said
+        // by its provider_error (upstream) or not at all (the client left).
+        let stop = match a.stop_reason.as_deref() {
+            Some("max_tokens" | "incomplete") => StopReason::MaxTokens,
+            Some("length") => StopReason::Length,
+            _ => StopReason::EndTurn,
         };
         let has_reply = !a.message.content.is_empty() || !a.message.tool_calls.is_empty();
         turn.step(
@@ -371,6 +375,7 @@ pub fn write_turn(
                 context_window: None,
                 settings: options.settings.clone(),
                 cap: None,
+                invalid_settings: Vec::new(),
             },
         )
         .with_history(HistoryChange::Append(history.clone()));

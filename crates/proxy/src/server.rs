@@ -44,6 +44,8 @@ pub struct Options {
     pub extra_roots: Vec<Vec<u8>>,
     /// Request bodies larger than this are refused with 413 by the proxy itself.
     pub max_request_bytes: usize,
+    /// The `CHATCLI_*` settings as given (recorded by the engine with a recovery).
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 /// Why the proxy could not start or relay.
@@ -288,88 +290,101 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
     let mut session_key: Option<String> = None;
     let mut outgoing = body.clone();
     let mut attempt = 0u32;
-    let mut payload_path_seen = false;
+    let mut pending: Option<(Rejection, Option<Response<ProxyBody>>)> = None;
+    let mut continue_with_engine = false;
     loop {
-        let (digest, estimated) = match &recovery {
-            // Attempt 0 is completed by the writer from the parsed body.
-            None => (String::new(), 0),
-            Some(r) => (crate::record::digest(&r.history), Recovery::estimated_tokens(&r.history)),
-        };
-        turn.step(
-            EventBody::RequestSent {
-                attempt,
-                bytes: outgoing.len() as u64,
-                estimated_tokens: estimated,
-                real_tokens: None,
-                history_digest: digest,
-                accepted: false,
-            },
-            HistoryChange::None,
-            Vec::new(),
-        );
-        let result = send(&st, &parts.method, &uri, &headers, outgoing.clone()).await;
-        let (rejection, passthrough) = match result {
-            Ok(resp)
-                if resp.status().is_success()
-                    || resp.status().is_informational()
-                    || resp.status().is_redirection() =>
-            {
-                let sse = resp
-                    .headers()
-                    .get(hyper::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|c| c.contains("text/event-stream"));
-                let encoded = resp
-                    .headers()
-                    .get(hyper::header::CONTENT_ENCODING)
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|c| !c.eq_ignore_ascii_case("identity"));
-                if !encoded {
-                    turn.response = Some(Assembler::new(api, sse));
-                }
-                if let (Some(r), Some(k)) = (&recovery, &session_key) {
-                    if let Ok(mut m) = st.sessions.lock() {
-                        m.insert(k.clone(), r.session.clone());
+        // Attempt 0 is completed by the writer from the parsed body; a retry's record comes from
+        // the engine (when it is rejected) or from its request (when it is accepted).
+        if recovery.is_none() && pending.is_none() {
+            turn.step(
+                EventBody::RequestSent {
+                    attempt,
+                    bytes: outgoing.len() as u64,
+                    estimated_tokens: 0,
+                    real_tokens: None,
+                    history_digest: String::new(),
+                    accepted: false,
+                },
+                HistoryChange::None,
+                Vec::new(),
+            );
+        }
+        let (rejection, passthrough) = match pending.take() {
+            Some(p) => p,
+            None => {
+                let result = send(&st, &parts.method, &uri, &headers, outgoing.clone()).await;
+                match result {
+                    Ok(resp)
+                        if resp.status().is_success()
+                            || resp.status().is_informational()
+                            || resp.status().is_redirection() =>
+                    {
+                        let sse = resp
+                            .headers()
+                            .get(hyper::header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok())
+                            .is_some_and(|c| c.contains("text/event-stream"));
+                        let encoded = resp
+                            .headers()
+                            .get(hyper::header::CONTENT_ENCODING)
+                            .and_then(|v| v.to_str().ok())
+                            .is_some_and(|c| !c.eq_ignore_ascii_case("identity"));
+                        if !encoded {
+                            turn.response = Some(Assembler::new(api, sse));
+                        }
+                        if let Some(r) = &recovery {
+                            if let Some(e) = r.sent_step(outgoing.len() as u64) {
+                                turn.step(e, HistoryChange::None, Vec::new());
+                            }
+                            if let (Some(k), Ok(mut m)) = (&session_key, st.sessions.lock()) {
+                                m.insert(k.clone(), r.session());
+                            }
+                        }
+                        return Ok(relay(resp, Some(Finish { turn, writer })));
                     }
+                    Ok(resp) => {
+                        let status = resp.status();
+                        let (rparts, rbody) = resp.into_parts();
+                        match rbody.collect().await {
+                            Ok(b) => {
+                                let b = b.to_bytes();
+                                let text = String::from_utf8_lossy(&b).into_owned();
+                                let size = crate::capture::reported_size(&text);
+                                (
+                                    Rejection {
+                                        status: Some(status.as_u16()),
+                                        message: text,
+                                        transport: None,
+                                        rejected_bytes: size,
+                                    },
+                                    Some(Response::from_parts(rparts, full(b))),
+                                )
+                            }
+                            Err(e) => {
+                                let t = error_chain(&e);
+                                (
+                                    Rejection {
+                                        status: None,
+                                        message: t.clone(),
+                                        transport: Some(t),
+                                        rejected_bytes: None,
+                                    },
+                                    None,
+                                )
+                            }
+                        }
+                    }
+                    Err(t) => (
+                        Rejection {
+                            status: None,
+                            message: t.clone(),
+                            transport: Some(t),
+                            rejected_bytes: None,
+                        },
+                        None,
+                    ),
                 }
-                return Ok(relay(resp, Some(Finish { turn, writer })));
             }
-            Ok(resp) => {
-                let status = resp.status();
-                let (rparts, rbody) = resp.into_parts();
-                match rbody.collect().await {
-                    Ok(b) => {
-                        let b = b.to_bytes();
-                        let text = String::from_utf8_lossy(&b).into_owned();
-                        let size = crate::capture::reported_size(&text);
-                        (
-                            Rejection {
-                                status: Some(status.as_u16()),
-                                message: text,
-                                transport: None,
-                                rejected_bytes: size,
-                            },
-                            Some(Response::from_parts(rparts, full(b))),
-                        )
-                    }
-                    Err(e) => {
-                        let t = error_chain(&e);
-                        (
-                            Rejection {
-                                status: None,
-                                message: t.clone(),
-                                transport: Some(t),
-                                rejected_bytes: None,
-                            },
-                            None,
-                        )
-                    }
-                }
-            }
-            Err(t) => (
-                Rejection { status: None, message: t.clone(), transport: Some(t), rejected_bytes: None },
-                None,
-            ),
         };
         // A failure: parse the request (once), classify, journal, capture, maybe recover.
         if turn.parsed.is_none() {
@@ -384,34 +399,32 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
                 None => Err(ProxyError::Transport(rejection.message)),
             };
         };
-        let live = recovery.as_ref().map(|r| r.history.as_slice()).unwrap_or(&parsed.history);
-        // Once a failure of this turn took the payload path, a later transport failure stays on
-        // it whatever the weight (behaviour spec section 2): the gateway has shown its hand.
-        let weight = if payload_path_seen {
-            history_weight(live).max(salvage_recovery::classify::EOF_HEURISTIC_BYTES)
-        } else {
-            history_weight(live)
-        };
+        if let Some(r) = recovery.as_mut() {
+            // The engine classifies and records the rejection of its own request.
+            let log = |line: &str| (st.log)(line);
+            match r.next(&rejection, &mut turn, &log) {
+                Ok(Next::Retry(b)) => {
+                    attempt = r.attempts();
+                    (st.log)(&format!("attempt {attempt}: retrying with {} bytes", b.len()));
+                    outgoing = Bytes::from(b);
+                    continue;
+                }
+                Ok(Next::GiveUp(why)) => (st.log)(&format!("recovery ended: {why}")),
+                Err(e) => (st.log)(&format!("recovery failed: {e}")),
+            }
+            if let (Some(k), Ok(mut m)) = (&session_key, st.sessions.lock()) {
+                m.insert(k.clone(), r.session());
+            }
+            return finish_failure(turn, writer, passthrough, rejection);
+        }
         let c = classify(&FailureInput {
             status: rejection.status,
             message: rejection.message.clone(),
             transport: rejection.transport.clone(),
-            history_bytes: weight,
+            history_bytes: history_weight(&parsed.history),
             rejected_request_bytes: rejection.rejected_bytes,
+            payload_path_seen: false,
         });
-        payload_path_seen |= c.path == Some(salvage_types::RecoveryPath::Payload);
-        turn.step(
-            EventBody::ProviderError {
-                status: rejection.status,
-                message: rejection.message.clone(),
-                transport: rejection.transport.clone(),
-                rejected_bytes: rejection.rejected_bytes,
-                class: c.class,
-                reason: c.reason.clone(),
-            },
-            HistoryChange::None,
-            Vec::new(),
-        );
         if turn.failure.is_none() {
             turn.failure = Some((
                 Failure {
@@ -430,47 +443,62 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
             if c.recoverable { "recoverable" } else { "not recoverable" }
         ));
         if st.options.recover && c.recoverable {
-            if recovery.is_none() {
-                let key = crate::record::session_id(turn.session_header.as_deref(), &parsed.history);
-                let state = st.sessions.lock().ok().and_then(|m| m.get(&key).cloned()).unwrap_or_default();
-                session_key = Some(key);
-                recovery = Some(Recovery::new(
-                    api,
-                    parsed.fields.clone(),
-                    parsed.history.clone(),
-                    st.options.config.clone(),
-                    state,
-                ));
-            }
-            if let Some(r) = recovery.as_mut() {
-                match r.next(&rejection, &c, &mut turn) {
-                    Ok(Next::Retry(b)) => {
-                        attempt = r.attempts();
-                        (st.log)(&format!(
-                            "attempt {attempt}: retrying with {} bytes (was {})",
-                            b.len(),
-                            outgoing.len()
-                        ));
-                        outgoing = Bytes::from(b);
-                        continue;
-                    }
-                    Ok(Next::GiveUp(why)) => (st.log)(&format!("giving up: {why}")),
-                    Err(e) => (st.log)(&format!("recovery failed: {e}")),
-                }
-                if let (Some(k), Ok(mut m)) = (&session_key, st.sessions.lock()) {
-                    m.insert(k.clone(), r.session.clone());
-                }
-            }
+            // The engine takes the turn from here: attempt 0's record is its own.
+            turn.steps.pop();
+            let key = crate::record::session_id(turn.session_header.as_deref(), &parsed.history);
+            let state = st
+                .sessions
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&key).cloned())
+                .unwrap_or_else(|| SessionState::with_cap(st.options.config.max_payload));
+            session_key = Some(key);
+            recovery = Some(Recovery::new(
+                api,
+                parsed.fields.clone(),
+                parsed.history.clone(),
+                st.options.config.clone(),
+                state,
+                st.options.settings.clone(),
+            ));
+            continue_with_engine = true;
+        } else {
+            turn.step(
+                EventBody::ProviderError {
+                    status: rejection.status,
+                    message: rejection.message.clone(),
+                    transport: rejection.transport.clone(),
+                    rejected_bytes: rejection.rejected_bytes,
+                    class: c.class,
+                    reason: c.reason.clone(),
+                },
+                HistoryChange::None,
+                Vec::new(),
+            );
         }
-        writer.send(turn);
-        return match passthrough {
-            Some(r) => {
-                let (mut p, b) = r.into_parts();
-                strip_hop_by_hop(&mut p.headers);
-                Ok(Response::from_parts(p, b))
-            }
-            None => Err(ProxyError::Transport(rejection.message)),
-        };
+        if continue_with_engine {
+            continue_with_engine = false;
+            pending = Some((rejection, passthrough));
+            continue;
+        }
+        return finish_failure(turn, writer, passthrough, rejection);
+    }
+}
+
+fn finish_failure(
+    turn: Turn,
+    writer: Writer,
+    passthrough: Option<Response<ProxyBody>>,
+    rejection: Rejection,
+) -> Result<Response<ProxyBody>, ProxyError> {
+    writer.send(turn);
+    match passthrough {
+        Some(r) => {
+            let (mut p, b) = r.into_parts();
+            strip_hop_by_hop(&mut p.headers);
+            Ok(Response::from_parts(p, b))
+        }
+        None => Err(ProxyError::Transport(rejection.message)),
     }
 }
 

@@ -71,6 +71,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let config = Config::from_env(&settings);
+    let settings_for_engine = settings.clone();
     if let Some(dir) = &args.captures {
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::Input(format!("{}: cannot create: {e}", dir.display())))?;
@@ -103,6 +104,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         config,
         extra_roots,
         max_request_bytes: 256 * 1024 * 1024,
+        settings: settings_for_engine,
     };
     let proxy = Proxy::new(options, writer, Box::new(|line: &str| eprintln!("salvage proxy: {line}")))
         .map_err(Failure::input)?;
