@@ -2,6 +2,8 @@
 //! environment under `target/proxy-venv`, or `SALVAGE_PROXY_PYTHON`) talk to the real binary in
 //! front of a loopback upstream that enforces a body cap and answers with real error bodies.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
 use salvage_journal::Journal;
 use salvage_proxy::loopback;
 use salvage_types::event::EventBody;

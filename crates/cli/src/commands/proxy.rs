@@ -25,7 +25,7 @@ pub struct Args {
     /// Address to listen on (loopback by default; port 0 picks a free one).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
     listen: String,
-    /// The provider's base URL (https://api.anthropic.com, https://api.openai.com, a gateway…).
+    /// The provider's base URL (`https://api.anthropic.com`, `https://api.openai.com`, a gateway…).
     #[arg(long, value_name = "URL")]
     upstream: String,
     /// The API of every request (default: from the path: /v1/messages, /v1/chat/completions,
