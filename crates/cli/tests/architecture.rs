@@ -56,6 +56,15 @@ fn allowed_internal(name: &str) -> &'static [&'static str] {
             "salvage-wire",
             "salvage-adapters",
         ],
+        // The proxy executes the turn engine live; it weighs captures as the replay does.
+        "salvage-proxy" => &[
+            "salvage-types",
+            "salvage-ccr",
+            "salvage-journal",
+            "salvage-recovery",
+            "salvage-wire",
+            "salvage-replay",
+        ],
         "salvage-cli" => &[
             "salvage-types",
             "salvage-store",
@@ -65,6 +74,7 @@ fn allowed_internal(name: &str) -> &'static [&'static str] {
             "salvage-wire",
             "salvage-replay",
             "salvage-adapters",
+            "salvage-proxy",
         ],
         "salvage-bench" => &[
             "salvage-types",
@@ -75,6 +85,7 @@ fn allowed_internal(name: &str) -> &'static [&'static str] {
             "salvage-wire",
             "salvage-replay",
             "salvage-adapters",
+            "salvage-proxy",
         ],
         other => panic!("{other}: a new crate must be placed in the dependency graph here"),
     }
