@@ -3,13 +3,11 @@
 //! rejection, so that `salvage replay` reproduces it. Redacted like `salvage import`.
 
 use crate::route::Api;
-use salvage_recovery::budget::model_info;
 use salvage_types::capture::{
     Capture, ClientInfo, Failure, Gateway, ModelSpec, OverflowStyle, RejectStyle, Request, Upstream,
     CAPTURE_FORMAT,
 };
-use salvage_types::{Config, ErrorClass, Message};
-use serde_json::{Map, Value};
+use salvage_types::{ErrorClass, Message};
 use std::collections::BTreeMap;
 
 /// What a capture is built from (the writer thread builds it, off the request path).
@@ -23,8 +21,8 @@ pub struct CaptureInput {
     pub model: Option<String>,
     /// The history as sent.
     pub history: Vec<Message>,
-    /// The body's other fields.
-    pub fields: Map<String, Value>,
+    /// The request besides its messages, as imported (size as sent, other fields).
+    pub request: Request,
     /// The body's size as sent.
     pub bytes: u64,
     /// The failure as seen.
@@ -108,8 +106,6 @@ fn gateway_style(failure: &Failure, class: ErrorClass) -> Option<RejectStyle> {
 
 /// Builds the capture (redacted).
 pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String, String>) -> Capture {
-    let config = Config::from_env(settings);
-    let info = model_info(input.model.as_deref(), config.context_window);
     let mut capture = Capture {
         format: CAPTURE_FORMAT.to_string(),
         id: id.to_string(),
@@ -118,11 +114,7 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
         provider: Some(input.api.provider().to_string()),
         model: input.model.clone(),
         settings: settings.clone(),
-        request: Some(Request {
-            format: input.api.format(),
-            bytes: Some(input.bytes),
-            fields: input.fields.clone(),
-        }),
+        request: Some(input.request.clone()),
         history: input.history.clone(),
         failure: input.failure.clone(),
         upstream: Upstream::default(),
@@ -130,15 +122,15 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
         expect: None,
     };
     let mut notes = Vec::new();
-    // A replay weighs attempt 0 by rebuilding the body from the history; `request.bytes` (which
-    // it must then equal) is recorded only when that model reproduces the client's body size.
-    let rebuilt = salvage_replay::driver::body_bytes(&capture, &input.history, info.default_output, false);
+    // A replay weighs attempt 0 as the body rebuilt from the capture's request and history: the
+    // body as sent (the importers are lossless), `request.bytes`.
+    let rebuilt = capture
+        .request
+        .as_ref()
+        .map(|r| salvage_wire::request_bytes(r, &input.history))
+        .unwrap_or(input.bytes);
     if rebuilt != input.bytes {
-        if let Some(r) = &mut capture.request {
-            r.bytes = None;
-        }
-        notes
-            .push(format!("the body as sent was {} bytes, {rebuilt} as the replay rebuilds it", input.bytes));
+        notes.push(format!("the body as sent was {} bytes, {rebuilt} as rebuilt", input.bytes));
     }
     if let Some(style) = gateway_style(&input.failure, input.class) {
         // The tightest cap consistent with what was seen: the reported size − 1, else the body's
@@ -188,15 +180,7 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
         input.class,
         if notes.is_empty() { String::new() } else { format!("; replayed with {}", notes.join(", ")) }
     ));
-    let mut counts = salvage_wire::redact::redact_capture(&mut capture);
-    if let Some(r) = &mut capture.request {
-        let text = Value::Object(std::mem::take(&mut r.fields)).to_string();
-        let redacted = salvage_wire::redact::redact_text(&text, &mut counts);
-        r.fields = match serde_json::from_str(&redacted) {
-            Ok(Value::Object(o)) => o,
-            _ => Map::new(),
-        };
-    }
+    salvage_wire::redact::redact_capture(&mut capture);
     capture
 }
 

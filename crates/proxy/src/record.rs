@@ -429,7 +429,7 @@ pub fn write_turn(
         client: turn.client,
         model: parsed.model,
         history,
-        fields: parsed.fields,
+        request: parsed.request,
         bytes: turn.body.len() as u64,
         failure,
         class,

@@ -12,9 +12,10 @@ use salvage_recovery::compaction::{CompactionState, NoHooks};
 use salvage_recovery::engine::{self, Action, Change, EngineIo, RequestParams, TurnInput, TurnMode, Wire};
 use salvage_recovery::session::SessionState;
 use salvage_recovery::summarizer::Builtin;
+use salvage_types::capture::Request;
 use salvage_types::event::EventBody;
 use salvage_types::{history_weight, Config, Message};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A rejection as the proxy saw it.
@@ -40,21 +41,17 @@ pub enum Next {
 }
 
 /// The request-size model: the client's body with its messages rebuilt, exactly as it would go out.
-struct ProxyWire<'a> {
-    api: Api,
-    fields: &'a Map<String, Value>,
-}
+struct ProxyWire<'a>(&'a Request);
 
 impl Wire for ProxyWire<'_> {
     fn request_bytes(&self, history: &[Message], _: &RequestParams) -> u64 {
-        route::body_for(self.api, self.fields, history).len() as u64
+        salvage_wire::request_bytes(self.0, history)
     }
 }
 
 /// The recovery of one turn.
 pub struct Recovery {
-    api: Api,
-    fields: Map<String, Value>,
+    request: Request,
     engine: engine::Turn,
     archive: MemoryArchive,
     last: Option<engine::Request>,
@@ -64,13 +61,13 @@ impl Recovery {
     /// A recovery of the turn whose request (as the client sent it) carried `history`.
     pub fn new(
         api: Api,
-        fields: Map<String, Value>,
+        request: Request,
         history: Vec<Message>,
         config: Config,
         session: SessionState,
         settings: BTreeMap<String, String>,
     ) -> Recovery {
-        let model_name = fields.get("model").and_then(Value::as_str).map(str::to_string);
+        let model_name = request.fields.get("model").and_then(Value::as_str).map(str::to_string);
         let model = model_info(model_name.as_deref(), config.context_window);
         let input = TurnInput {
             history,
@@ -87,7 +84,7 @@ impl Recovery {
             model_name,
             settings,
         };
-        Recovery { api, fields, engine: engine::Turn::new(input), archive: MemoryArchive::new(), last: None }
+        Recovery { request, engine: engine::Turn::new(input), archive: MemoryArchive::new(), last: None }
     }
 
     /// Recovery attempts made.
@@ -125,7 +122,7 @@ impl Recovery {
         turn: &mut Turn,
         say: &dyn Fn(&str),
     ) -> Result<Result<engine::Request, String>, String> {
-        let wire = ProxyWire { api: self.api, fields: &self.fields };
+        let wire = ProxyWire(&self.request);
         let snapshot = self.archive.clone();
         let lookup = move |k: &str| snapshot.get(k);
         let mut summarizer = Builtin;
@@ -190,7 +187,7 @@ impl Recovery {
             .map_err(|e| e.to_string())?;
         match self.run(turn, say)? {
             Ok(req) => {
-                let body = route::body_for(self.api, &self.fields, &req.history);
+                let body = route::body_for(&self.request, &req.history);
                 self.last = Some(req);
                 Ok(Next::Retry(body))
             }

@@ -2,10 +2,11 @@
 //! message model (through the importers of `salvage-wire`), and the body to send for a rewritten
 //! history with every other field of the original kept in place.
 
-use salvage_types::capture::RequestFormat;
-use salvage_types::message::{Message, Role, ToolCall};
+use salvage_types::capture::{Request, RequestFormat};
+use salvage_types::message::Message;
 use salvage_types::History;
-use serde_json::{json, Map, Value};
+use salvage_wire::Source;
+use serde_json::Value;
 
 /// The provider APIs the proxy records and recovers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,18 +60,9 @@ impl Api {
             Api::OpenaiResponses => RequestFormat::OpenaiResponses,
         }
     }
-
-    /// The top-level fields of a body that hold the messages (rebuilt from a history).
-    pub fn message_fields(self) -> &'static [&'static str] {
-        match self {
-            Api::AnthropicMessages => &["system", "messages"],
-            Api::OpenaiChat => &["messages"],
-            Api::OpenaiResponses => &["instructions", "input"],
-        }
-    }
 }
 
-/// A request body read as a history.
+/// A request body read as a history, through the lossless importers of `salvage-wire`.
 #[derive(Debug, Clone)]
 pub struct Parsed {
     /// The history the body carries.
@@ -79,179 +71,34 @@ pub struct Parsed {
     pub model: Option<String>,
     /// Whether it asks for a stream.
     pub stream: bool,
-    /// Every top-level field besides the messages, in order.
-    pub fields: Map<String, Value>,
+    /// The request besides its messages (format, size as sent, every other field), from which
+    /// the body of any history is rebuilt.
+    pub request: Request,
+}
+
+impl Api {
+    /// The importer of the API's request bodies.
+    pub fn source(self) -> Source {
+        match self {
+            Api::AnthropicMessages => Source::Anthropic,
+            Api::OpenaiChat => Source::Openai,
+            Api::OpenaiResponses => Source::OpenaiResponses,
+        }
+    }
 }
 
 /// Reads a request body of `api`; the error names the JSON path that is wrong.
 pub fn parse(api: Api, body: &[u8]) -> Result<Parsed, String> {
-    let value = salvage_wire::parse_json(body, "request").map_err(|e| e.to_string())?;
-    let Value::Object(top) = &value else { return Err("request: expected a JSON object".into()) };
-    let (history, model) = match api {
-        Api::AnthropicMessages => {
-            let i = salvage_wire::import(salvage_wire::Source::Anthropic, body, "request")
-                .map_err(|e| e.to_string())?;
-            (i.history, i.model)
-        }
-        Api::OpenaiChat => {
-            let i = salvage_wire::import(salvage_wire::Source::Openai, body, "request")
-                .map_err(|e| e.to_string())?;
-            (i.history, i.model)
-        }
-        Api::OpenaiResponses => {
-            (responses_history(top)?, top.get("model").and_then(Value::as_str).map(str::to_string))
-        }
-    };
-    let fields: Map<String, Value> = top
-        .iter()
-        .filter(|(k, _)| !api.message_fields().contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    Ok(Parsed { history, model, stream: top.get("stream").and_then(Value::as_bool).unwrap_or(false), fields })
+    let i = salvage_wire::import(api.source(), body, "request").map_err(|e| e.to_string())?;
+    let request = i.request.unwrap_or_else(|| salvage_wire::bare_request(api.format(), i.model.as_deref()));
+    let stream = request.fields.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    Ok(Parsed { history: i.history, model: i.model, stream, request })
 }
 
-/// The history of a Responses body: `instructions` as the system message, then `input` (a string,
-/// or message items, `function_call` and `function_call_output` items) through the chat importer's
-/// message model.
-fn responses_history(top: &Map<String, Value>) -> Result<History, String> {
-    let mut h = History::new();
-    if let Some(s) = top.get("instructions").and_then(Value::as_str) {
-        h.push(Message::system(s));
-    }
-    match top.get("input") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => h.push(Message::user(s.clone())),
-        Some(Value::Array(items)) => {
-            let mut chat = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                let o = item.as_object().ok_or_else(|| format!("request: input[{i}]: expected an object"))?;
-                match o.get("type").and_then(Value::as_str) {
-                    Some("function_call") => chat.push(json!({
-                        "role": "assistant",
-                        "content": null,
-                        "tool_calls": [{"id": o.get("call_id").cloned().unwrap_or(Value::Null), "type": "function",
-                            "function": {"name": o.get("name").cloned().unwrap_or(json!("")),
-                                         "arguments": o.get("arguments").cloned().unwrap_or(json!("{}"))}}]
-                    })),
-                    Some("function_call_output") => chat.push(json!({
-                        "role": "tool",
-                        "tool_call_id": o.get("call_id").cloned().unwrap_or(Value::Null),
-                        "content": match o.get("output") { Some(Value::String(s)) => json!(s), Some(v) => json!(v.to_string()), None => json!("") },
-                    })),
-                    Some("message") | None => chat.push(json!({
-                        "role": o.get("role").cloned().unwrap_or(json!("user")),
-                        "content": o.get("content").cloned().unwrap_or(Value::Null),
-                    })),
-                    // Reasoning and other item kinds are not part of the history.
-                    Some(_) => {}
-                }
-            }
-            let bytes = serde_json::to_vec(&json!({ "messages": chat })).map_err(|e| e.to_string())?;
-            let i = salvage_wire::import(salvage_wire::Source::Openai, &bytes, "request (input)")
-                .map_err(|e| e.to_string())?;
-            h.extend(i.history);
-        }
-        Some(_) => return Err("request: input: expected a string or an array".into()),
-    }
-    // Consecutive tool calls of one turn come as separate items: fold them into one message.
-    let mut out: History = History::new();
-    for m in h {
-        if let Some(last) = out.last_mut() {
-            if m.role == Role::Assistant
-                && last.role == Role::Assistant
-                && m.content.is_empty()
-                && !last.tool_calls.is_empty()
-            {
-                last.tool_calls.extend(m.tool_calls);
-                continue;
-            }
-        }
-        out.push(m);
-    }
-    Ok(out)
-}
-
-/// The body to send for `history`: the original's other fields in place, the message fields rebuilt.
-pub fn body_for(api: Api, original: &Map<String, Value>, history: &[Message]) -> Vec<u8> {
-    let model = original.get("model").and_then(Value::as_str).unwrap_or("model");
-    let rebuilt: Map<String, Value> = match api {
-        Api::AnthropicMessages => {
-            let max = original.get("max_tokens").and_then(Value::as_u64).unwrap_or(4096);
-            match salvage_wire::anthropic::request_body(history, model, max) {
-                Value::Object(o) => o,
-                _ => Map::new(),
-            }
-        }
-        Api::OpenaiChat => match salvage_wire::openai::request_body(history, model, None) {
-            Value::Object(o) => o,
-            _ => Map::new(),
-        },
-        Api::OpenaiResponses => responses_fields(history),
-    };
-    let mut out = Map::new();
-    // The message fields go where the original had them (after `model` otherwise).
-    let mut placed = false;
-    for (k, v) in original {
-        out.insert(k.clone(), v.clone());
-        if k == "model" && !placed {
-            for f in api.message_fields() {
-                if let Some(v) = rebuilt.get(*f) {
-                    out.insert((*f).to_string(), v.clone());
-                }
-            }
-            placed = true;
-        }
-    }
-    if !placed {
-        for f in api.message_fields() {
-            if let Some(v) = rebuilt.get(*f) {
-                out.insert((*f).to_string(), v.clone());
-            }
-        }
-    }
-    serde_json::to_vec(&Value::Object(out)).unwrap_or_default()
-}
-
-fn responses_fields(history: &[Message]) -> Map<String, Value> {
-    let mut o = Map::new();
-    let system: Vec<&str> =
-        history.iter().filter(|m| m.role == Role::System).map(|m| m.content.as_str()).collect();
-    if !system.is_empty() {
-        o.insert("instructions".into(), json!(system.join("\n\n")));
-    }
-    let mut input = Vec::new();
-    for m in history.iter().filter(|m| m.role != Role::System) {
-        match m.role {
-            Role::Tool => input.push(json!({
-                "type": "function_call_output",
-                "call_id": m.tool_call_id.clone().unwrap_or_default(),
-                "output": m.content,
-            })),
-            Role::Assistant => {
-                if !m.content.is_empty() {
-                    input.push(
-                        json!({"role": "assistant", "content": [{"type": "output_text", "text": m.content}]}),
-                    );
-                }
-                for c in &m.tool_calls {
-                    input.push(call_item(c));
-                }
-            }
-            Role::User | Role::System => {
-                input.push(json!({"role": "user", "content": [{"type": "input_text", "text": m.content}]}))
-            }
-        }
-    }
-    o.insert("input".into(), Value::Array(input));
-    o
-}
-
-fn call_item(c: &ToolCall) -> Value {
-    let args = match &c.arguments {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    json!({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": args})
+/// The body to send for `history`: the client's other fields and provider blocks kept, the
+/// messages rebuilt (for the history as sent, JSON-equal to the client's body).
+pub fn body_for(request: &Request, history: &[Message]) -> Vec<u8> {
+    serde_json::to_vec(&salvage_wire::request_body(request, history)).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -269,16 +116,19 @@ mod tests {
     }
 
     #[test]
-    fn rebuilt_body_keeps_other_fields_in_order() {
+    fn the_body_as_sent_rebuilds_and_keeps_other_fields() {
         let body = br#"{"model":"claude-x","max_tokens":100,"system":"S","messages":[{"role":"user","content":"hi"}],"stream":true,"metadata":{"a":1}}"#;
         let p = parse(Api::AnthropicMessages, body).expect("parses");
         assert!(p.stream);
         assert_eq!(p.history.len(), 2);
-        let out = body_for(Api::AnthropicMessages, &p.fields, &p.history);
-        let v: Value = serde_json::from_slice(&out).expect("json");
-        let keys: Vec<&String> = v.as_object().expect("object").keys().collect();
-        assert_eq!(keys, ["model", "system", "messages", "max_tokens", "stream", "metadata"]);
-        assert_eq!(v["messages"][0]["content"][0]["text"], "hi");
+        assert_eq!(p.request.bytes, Some(body.len() as u64));
+        let out = body_for(&p.request, &p.history);
+        let (a, b): (Value, Value) =
+            (serde_json::from_slice(body).expect("json"), serde_json::from_slice(&out).expect("json"));
+        assert_eq!(a, b);
+        let shorter = body_for(&p.request, &p.history[..1]);
+        let v: Value = serde_json::from_slice(&shorter).expect("json");
+        assert_eq!(v["metadata"]["a"], 1);
     }
 
     #[test]
@@ -287,7 +137,7 @@ mod tests {
         let p = parse(Api::OpenaiResponses, body).expect("parses");
         let roles: Vec<&str> = p.history.iter().map(|m| m.role.as_str()).collect();
         assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
-        let out = body_for(Api::OpenaiResponses, &p.fields, &p.history);
+        let out = body_for(&p.request, &p.history);
         let again = parse(Api::OpenaiResponses, &out).expect("round trip");
         assert_eq!(again.history, p.history);
     }

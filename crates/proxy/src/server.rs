@@ -455,7 +455,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
             session_key = Some(key);
             recovery = Some(Recovery::new(
                 api,
-                parsed.fields.clone(),
+                parsed.request.clone(),
                 parsed.history.clone(),
                 st.options.config.clone(),
                 state,

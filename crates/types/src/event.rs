@@ -193,6 +193,17 @@ pub enum EventBody {
         /// Bytes freed.
         freed_bytes: u64,
     },
+    /// Pre-flight (behaviour spec section 3): the history against the cap before the request.
+    Preflight {
+        /// History weight.
+        history_bytes: u64,
+        /// The payload cap in force.
+        cap: Option<u64>,
+        /// The compaction ratio forced, in percent (40), when the history is over 85 % of the cap.
+        forced_ratio_percent: Option<u64>,
+        /// No cap and a history over 2.5 MB: the once-per-session warning.
+        warn_no_cap: bool,
+    },
     /// Old skill blocks collapsed.
     SkillAging {
         /// Skills collapsed.
@@ -284,6 +295,31 @@ pub enum EventBody {
 }
 
 impl EventBody {
+    /// Every kind of the vocabulary, in declaration order.
+    pub const KINDS: &'static [&'static str] = &[
+        "session_started",
+        "message_appended",
+        "request_sent",
+        "provider_error",
+        "recovery_attempt",
+        "cap_learned",
+        "floor_diagnosis",
+        "notice_injected",
+        "microcompact",
+        "dedup",
+        "preflight",
+        "skill_aging",
+        "compaction",
+        "summary_attempt",
+        "context_edit",
+        "token_escalation",
+        "hook_fired",
+        "checkpoint",
+        "rewind",
+        "redaction",
+        "response_received",
+    ];
+
     /// The kind's name (the `kind` field).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -297,6 +333,7 @@ impl EventBody {
             EventBody::NoticeInjected {} => "notice_injected",
             EventBody::Microcompact { .. } => "microcompact",
             EventBody::Dedup { .. } => "dedup",
+            EventBody::Preflight { .. } => "preflight",
             EventBody::SkillAging { .. } => "skill_aging",
             EventBody::Compaction { .. } => "compaction",
             EventBody::SummaryAttempt { .. } => "summary_attempt",
@@ -376,6 +413,22 @@ impl EventBody {
             }
             EventBody::Dedup { stubbed, freed_bytes } => {
                 format!("dedup: {stubbed} repeated read(s) stubbed, {} freed", b(*freed_bytes))
+            }
+            EventBody::Preflight { history_bytes, cap, forced_ratio_percent, warn_no_cap } => {
+                match (cap, forced_ratio_percent) {
+                    (Some(c), Some(r)) => format!(
+                        "pre-flight: history {} over 85% of the cap {} — compaction ratio forced to {r}%",
+                        b(*history_bytes),
+                        b(*c)
+                    ),
+                    (Some(c), None) => {
+                        format!("pre-flight: history {} within the cap {}", b(*history_bytes), b(*c))
+                    }
+                    (None, _) if *warn_no_cap => {
+                        format!("pre-flight: history {} and no cap set — warned", b(*history_bytes))
+                    }
+                    (None, _) => format!("pre-flight: history {}, no cap", b(*history_bytes)),
+                }
             }
             EventBody::SkillAging { collapsed } => format!("skill aging: {collapsed} collapsed"),
             EventBody::Compaction { trigger, level, outcome, .. } => {

@@ -64,6 +64,12 @@ fn one_of_each() -> Vec<EventBody> {
         EventBody::NoticeInjected {},
         EventBody::Microcompact { truncated: 3, summarized: 2, freed_bytes: 1_700_000 },
         EventBody::Dedup { stubbed: 1, freed_bytes: 10 },
+        EventBody::Preflight {
+            history_bytes: 4_500_000,
+            cap: Some(5_000_000),
+            forced_ratio_percent: Some(40),
+            warn_no_cap: false,
+        },
         EventBody::SkillAging { collapsed: 1 },
         EventBody::Compaction {
             trigger: Trigger::Recovery,
@@ -102,6 +108,7 @@ fn every_kind_has_a_locked_shape() {
     let mut kinds: Vec<&str> = events.iter().map(EventBody::kind).collect();
     kinds.dedup();
     assert_eq!(kinds.len(), events.len(), "one sample per kind");
+    assert_eq!(kinds, EventBody::KINDS, "a sample for every kind of the vocabulary, in order");
     let mut rendered = String::new();
     for e in &events {
         let json = serde_json::to_value(e).unwrap();

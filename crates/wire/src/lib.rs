@@ -1,17 +1,37 @@
 //! Provider wire formats: importing real request bodies and session files into a history, and
-//! building the request body a client would send for a history.
+//! rebuilding the request body of a history in a given format.
 //!
 //! Owns the mapping between salvage's message model and the OpenAI chat-completions body, the
-//! Anthropic Messages body and the reference client's session file (version 2). It does not send
-//! anything. Design decision: the importers read JSON as untyped values and walk them by hand, so
-//! every error names the JSON path that is wrong (`messages[3].content[1].type`), not a serde type.
+//! Anthropic Messages body, the OpenAI Responses body, the Gemini `generateContent` body, the
+//! Bedrock Converse body and the reference client's session file (version 2), and the meaning of
+//! a message's `wire` value. It does not send anything.
+//!
+//! Design decisions: the importers read JSON as untyped values and walk them by hand, so every
+//! error names the JSON path that is wrong (`messages[3].content[1].type`), not a serde type; and
+//! import is lossless: what the message model has no field for is kept in the message's `wire`
+//! template ([`shape`]) and the body's other fields in [`Request::fields`], so that
+//! [`request_body`] rebuilds the body as sent (JSON-equal; [`request_bytes`] is its exact size)
+//! and still builds a valid body after compaction rewrote the history.
+//!
+//! Round-trip normalisations (the only ways a rebuilt body differs from the file imported):
+//! whitespace and indentation (`request.bytes` is the size of the compact serialization, not of
+//! the file); string escapes written in their shortest form (`\u00e9` → `é`, `\/` → `/`);
+//! numbers in serde_json's form (`1e3` → `1000.0`); the order of the top-level keys (the
+//! message fields come last); of a duplicated key, the last value.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod chatcli;
+mod conv;
+pub mod detect;
+pub mod gemini;
 pub mod openai;
 pub mod redact;
+pub mod responses;
+pub mod shape;
 
-use salvage_types::capture::{check_utf8, CaptureError};
+use salvage_types::capture::{check_utf8, CaptureError, Request, RequestFormat};
+use salvage_types::message::Message;
 use salvage_types::History;
 use serde_json::Value;
 
@@ -24,6 +44,8 @@ pub struct Imported {
     pub model: Option<String>,
     /// The provider family the body belongs to.
     pub provider: Option<String>,
+    /// The request as sent besides its messages (format, size, other fields).
+    pub request: Option<Request>,
 }
 
 /// The source shapes an importer reads.
@@ -35,17 +57,114 @@ pub enum Source {
     Anthropic,
     /// Reference-client session file, version 2.
     Chatcli,
+    /// OpenAI Responses API request body.
+    OpenaiResponses,
+    /// Gemini `generateContent` request body.
+    Gemini,
+    /// Bedrock Converse request body.
+    Bedrock,
+}
+
+impl Source {
+    /// The request format this source's importer writes.
+    pub fn format(self) -> RequestFormat {
+        match self {
+            Source::Openai => RequestFormat::Openai,
+            Source::Anthropic => RequestFormat::Anthropic,
+            Source::Chatcli => RequestFormat::Chatcli,
+            Source::OpenaiResponses => RequestFormat::OpenaiResponses,
+            Source::Gemini => RequestFormat::Gemini,
+            Source::Bedrock => RequestFormat::Bedrock,
+        }
+    }
+
+    /// The source that imports a request format, when this build has an importer for it.
+    pub fn of(format: RequestFormat) -> Option<Source> {
+        match format {
+            RequestFormat::Openai => Some(Source::Openai),
+            RequestFormat::Anthropic => Some(Source::Anthropic),
+            RequestFormat::Chatcli => Some(Source::Chatcli),
+            RequestFormat::OpenaiResponses => Some(Source::OpenaiResponses),
+            RequestFormat::Gemini => Some(Source::Gemini),
+            RequestFormat::Bedrock => Some(Source::Bedrock),
+            RequestFormat::ClaudeCode | RequestFormat::Codex | RequestFormat::Cline => None,
+        }
+    }
 }
 
 /// Imports bytes of the given shape; `file` names the source in errors.
 pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, CaptureError> {
     let value = parse_json(bytes, file)?;
+    import_value(source, &value, file)
+}
+
+/// Imports an already parsed body of the given shape.
+pub fn import_value(source: Source, value: &Value, file: &str) -> Result<Imported, CaptureError> {
     let cx = Cx { file };
     match source {
-        Source::Openai => openai::import(&cx, &value),
-        Source::Anthropic => anthropic::import(&cx, &value),
-        Source::Chatcli => chatcli::import(&cx, &value),
+        Source::Openai => openai::import(&cx, value),
+        Source::Anthropic => anthropic::import(&cx, value),
+        Source::Chatcli => chatcli::import(&cx, value),
+        Source::OpenaiResponses => responses::import(&cx, value),
+        Source::Gemini => gemini::import(&cx, value),
+        Source::Bedrock => bedrock::import(&cx, value),
     }
+}
+
+/// The request body for `history` in `request`'s format, with `request`'s other fields.
+///
+/// For a history as imported it is JSON-equal to the body imported (see the crate docs for the
+/// normalisations). For a history rewritten by compaction (messages dropped, contents cut, new
+/// messages without `wire`) it is a valid body of the format that carries the opaque blocks of
+/// the surviving messages. Messages whose `wire` belongs to another format are built from the
+/// modeled parts alone. The session formats (Claude Code, Codex, Cline) are written as
+/// Anthropic Messages bodies, the API their clients send.
+pub fn request_body(request: &Request, history: &[Message]) -> Value {
+    match request.format {
+        RequestFormat::Openai => openai::body(request, history),
+        RequestFormat::Anthropic | RequestFormat::ClaudeCode | RequestFormat::Cline => {
+            anthropic::body(request, history)
+        }
+        RequestFormat::OpenaiResponses | RequestFormat::Codex => responses::body(request, history),
+        RequestFormat::Gemini => gemini::body(request, history),
+        RequestFormat::Bedrock => bedrock::body(request, history),
+        RequestFormat::Chatcli => chatcli::body(request, history),
+    }
+}
+
+/// The size of [`request_body`] as compact JSON, without building the string. For a history as
+/// imported from a body it equals `request.bytes` (a session file has no `bytes`: it is not a
+/// body as sent).
+pub fn request_bytes(request: &Request, history: &[Message]) -> u64 {
+    salvage_types::weight::compact_json_len(&request_body(request, history))
+}
+
+/// A request of `format` with only a model (for exporting a history that was not imported from a
+/// body): the fields a valid body of that format needs besides the messages.
+pub fn bare_request(format: RequestFormat, model: Option<&str>) -> Request {
+    let mut fields = serde_json::Map::new();
+    match format {
+        RequestFormat::Openai
+        | RequestFormat::OpenaiResponses
+        | RequestFormat::Anthropic
+        | RequestFormat::ClaudeCode
+        | RequestFormat::Codex
+        | RequestFormat::Cline => {
+            fields.insert("model".into(), Value::String(model.unwrap_or("model").into()));
+        }
+        RequestFormat::Gemini | RequestFormat::Bedrock => {}
+        RequestFormat::Chatcli => {
+            fields.insert("version".into(), Value::from(2));
+            if let Some(m) = model {
+                fields.insert("model".into(), Value::String(m.into()));
+            }
+        }
+    }
+    if matches!(format, RequestFormat::Anthropic | RequestFormat::ClaudeCode | RequestFormat::Cline) {
+        // The Messages API requires it; the value the reference client uses.
+        fields.insert("max_tokens".into(), Value::from(8192));
+    }
+    Request { format, bytes: None, fields }
 }
 
 /// Parses JSON bytes, reporting invalid UTF-8 and syntax errors with their position.
@@ -117,14 +236,6 @@ pub(crate) fn kind(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// Parses tool-call arguments given as a JSON string; a string that is not JSON is kept as a string.
-pub(crate) fn parse_arguments(text: &str) -> Value {
-    if text.trim().is_empty() {
-        return Value::Object(serde_json::Map::new());
-    }
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
 /// Splits a `data:` URL into media type and base64 data.

@@ -196,23 +196,37 @@ fn redact_value(v: &mut Value, counts: &mut Counts) {
     }
 }
 
-/// Redacts every message: content, system parts and tool-call arguments.
+/// Redacts every message: content (text slot by text slot, so the provider template still
+/// splits it), system parts, tool-call arguments and the blocks its `wire` carries.
 pub fn redact_history(history: &mut [Message], counts: &mut Counts) {
     for m in history {
-        m.content = redact_text(&m.content, counts);
+        crate::shape::map_segments(m, |seg| redact_text(seg, counts));
         for p in &mut m.system_parts {
             p.text = redact_text(&p.text, counts);
         }
         for c in &mut m.tool_calls {
             redact_value(&mut c.arguments, counts);
         }
+        if let Some(w) = &mut m.wire {
+            redact_value(w, counts);
+        }
     }
 }
 
-/// Redacts a capture: its history, failure text and settings values.
+/// Redacts a capture: its history, the request's other fields, failure text and settings
+/// values. When anything in the history or the fields was replaced, `request.bytes` becomes the
+/// size of the redacted body (what a replay of this capture sends).
 pub fn redact_capture(c: &mut salvage_types::Capture) -> Counts {
     let mut counts = Counts::new();
     redact_history(&mut c.history, &mut counts);
+    if let Some(r) = &mut c.request {
+        for v in r.fields.values_mut() {
+            redact_value(v, &mut counts);
+        }
+        if !counts.is_empty() && r.bytes.is_some() {
+            r.bytes = Some(crate::request_bytes(r, &c.history));
+        }
+    }
     c.failure.message = redact_text(&c.failure.message, &mut counts);
     if let Some(t) = &c.failure.transport {
         c.failure.transport = Some(redact_text(t, &mut counts));

@@ -67,12 +67,14 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
-    /// Export a session as a capture (default) or as JSONL events.
+    /// Export a session as a capture (default), as JSONL events, or as a request body of a
+    /// provider format (the history with the blocks its messages carry).
     Export {
         /// The session id.
         session: String,
-        /// `capture` or `jsonl`.
-        #[arg(long, default_value = "capture", value_parser = ["capture", "jsonl"])]
+        /// `capture`, `jsonl`, or a request body: `openai`, `anthropic`, `openai_responses`,
+        /// `gemini`, `bedrock`, `chatcli` (a session file).
+        #[arg(long, default_value = "capture", value_parser = ["capture", "jsonl", "openai", "anthropic", "openai_responses", "gemini", "bedrock", "chatcli"])]
         format: String,
         /// Write to this file (atomically) instead of stdout.
         #[arg(long, short)]
@@ -203,7 +205,19 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 if !no_redact {
                     counts = salvage_wire::redact::redact_capture(&mut c);
                 }
-                c.to_json_pretty()
+                match salvage_types::capture::RequestFormat::parse(&format) {
+                    Some(f) => {
+                        let request = c
+                            .request
+                            .clone()
+                            .filter(|r| r.format == f)
+                            .unwrap_or_else(|| salvage_wire::bare_request(f, c.model.as_deref()));
+                        let body = salvage_wire::request_body(&request, &c.history);
+                        serde_json::to_string_pretty(&body).map_err(|e| Failure::Problem(e.to_string()))?
+                            + "\n"
+                    }
+                    None => c.to_json_pretty(),
+                }
             };
             if !counts.is_empty() {
                 eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
