@@ -16,9 +16,29 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
-    /// Opens (creating) the database.
+    /// Opens (creating) the database. Only the default folder `.salvage/` is created: a `--db`
+    /// whose folder is missing is an error naming that folder.
     pub fn open(&self) -> Result<Store, Failure> {
+        self.check_folder()?;
         Store::open(&self.db, &Options::default()).map_err(Failure::input)
+    }
+
+    fn check_folder(&self) -> Result<(), Failure> {
+        if self.db.as_os_str().is_empty() {
+            return Err(Failure::Input("--db: the path is empty (and SALVAGE_DB, if set, is empty)".into()));
+        }
+        let parent = match self.db.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => return Ok(()),
+        };
+        if parent.is_dir() || self.db == std::path::Path::new(DEFAULT_DB) {
+            return Ok(());
+        }
+        Err(Failure::Input(format!(
+            "{}: the folder {} does not exist (salvage creates only the default .salvage/; create it first)",
+            self.db.display(),
+            parent.display()
+        )))
     }
 
     /// Opens an existing database, refusing to create one (for read-only commands).

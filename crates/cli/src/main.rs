@@ -7,10 +7,12 @@
 mod commands;
 mod db;
 mod exit;
+mod html;
+mod junit;
 mod output;
 mod summarizers;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Keep long LLM agent sessions alive and make their failures reproducible.
@@ -48,11 +50,21 @@ enum Command {
     Classify(commands::classify::Args),
     /// What-if: run one stage on a history JSON and print the result.
     Apply(commands::apply::Args),
+    /// Write a self-contained HTML audit of journaled sessions.
+    Report(commands::report::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::completions::Args),
+    /// Print the man page (roff), generated from these definitions.
+    Man(commands::completions::ManArgs),
     /// Record (and with --recover, recover) any client's sessions live: a reverse proxy to the provider.
     Proxy(Box<commands::proxy::Args>),
 }
 
 fn main() -> ExitCode {
+    // An empty SALVAGE_DB means unset (clap would otherwise report a missing --db value).
+    if std::env::var_os("SALVAGE_DB").is_some_and(|v| v.is_empty()) {
+        std::env::remove_var("SALVAGE_DB");
+    }
     let cli = Cli::parse();
     let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -68,6 +80,9 @@ fn main() -> ExitCode {
         Command::Generate(a) => commands::generate::run(a, &mut out),
         Command::Classify(a) => commands::classify::run(a, &mut out),
         Command::Apply(a) => commands::apply::run(a, &env, &mut out),
+        Command::Report(a) => commands::report::run(a, &mut out),
+        Command::Completions(a) => commands::completions::run(a, Cli::command(), &mut out),
+        Command::Man(a) => commands::completions::man(a, Cli::command(), &mut out),
         Command::Proxy(a) => commands::proxy::run(*a, &env, &mut out),
     };
     exit::finish(result, &mut out)

@@ -36,7 +36,11 @@ impl Output {
 
     /// Writes pretty JSON and a newline.
     pub fn json(&mut self, v: &serde_json::Value) -> std::io::Result<()> {
-        serde_json::to_writer_pretty(&mut self.inner, v).map_err(std::io::Error::other)?;
+        serde_json::to_writer_pretty(&mut self.inner, v).map_err(|e| match e.io_error_kind() {
+            // Keep the kind, so a closed pipe still exits 0.
+            Some(kind) => std::io::Error::new(kind, e),
+            None => std::io::Error::other(e),
+        })?;
         self.inner.write_all(b"\n")
     }
 
@@ -91,4 +95,12 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Says on stderr what a command is waiting for when its standard input is a terminal (so a bare
+/// `salvage classify` does not look hung).
+pub fn stdin_hint(what: &str) {
+    if std::io::stdin().is_terminal() {
+        eprintln!("salvage: reading {what} from standard input (end with Ctrl-D; --help shows the flags)");
+    }
 }

@@ -111,7 +111,7 @@ fn a_broken_ladder_fails_the_replay_naming_captures_and_checks() {
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(
         text.contains("rung3-keep-four (")
-            && text.contains("✖ expect outcome: expected Recovered, got Exhausted"),
+            && text.contains("✖ expect outcome: expected recovered, got exhausted"),
         "{text}"
     );
     assert!(text.contains("captures:") && text.contains("failed"));

@@ -39,8 +39,16 @@ impl Journal {
 
     /// Every event of a session, one JSON object per line.
     pub fn export_jsonl(&self, session: &str) -> Result<String, JournalError> {
+        self.export_jsonl_upto(session, u64::MAX)
+    }
+
+    /// The events up to and including `at`, one JSON object per line.
+    pub fn export_jsonl_upto(&self, session: &str, at: u64) -> Result<String, JournalError> {
         let mut out = String::new();
         self.for_each_event(session, |e| {
+            if e.seq > at {
+                return Ok(());
+            }
             let mut line = event_json(e);
             // Self-contained: the messages a delta inserts travel with it.
             if let Some(d) = &e.delta {
@@ -59,7 +67,14 @@ impl Journal {
     /// The session's head state as a capture: its history, the settings it started with, and
     /// the last provider error it saw.
     pub fn export_capture(&self, session: &str) -> Result<Capture, JournalError> {
-        let head = self.head(session)?;
+        let v = self.version(session)?;
+        self.export_capture_at(session, v)
+    }
+
+    /// The session's state after event `at` as a capture (the settings it started with, the last
+    /// provider error up to that event).
+    pub fn export_capture_at(&self, session: &str, at: u64) -> Result<Capture, JournalError> {
+        let head = self.view_at(session, at)?;
         let info = self.sessions()?.into_iter().find(|s| s.id == session);
         let mut capture = Capture {
             format: CAPTURE_FORMAT.to_string(),
@@ -77,6 +92,9 @@ impl Journal {
             expect: None,
         };
         self.for_each_event(session, |e| {
+            if e.seq > at {
+                return Ok(());
+            }
             match &e.body {
                 EventBody::SessionStarted { provider, model, settings, .. } => {
                     capture.provider.clone_from(provider);

@@ -9,8 +9,14 @@
 //! event's state, so in-place rewrites (stubs that leave the last message alone) are recorded and
 //! restored exactly, and a rewind is an event whose parent is its target — never a deletion.
 
+pub mod branches;
+pub mod delete;
 pub mod export;
 pub mod hash_chain;
+pub mod history_diff;
+pub mod import;
+pub mod lookup;
+pub mod otlp;
 pub mod state;
 
 use chrono::{DateTime, SecondsFormat, Utc};

@@ -102,7 +102,7 @@ pub fn run_checks(run: &Run, capture: &Capture, journal: &Journal, max_attempts:
         "convergence",
         run.attempts <= max_attempts,
         format!(
-            "{:?} after {} attempt(s) (max {max_attempts}); requests: {}",
+            "{} after {} attempt(s) (max {max_attempts}); requests: {}",
             run.outcome,
             run.attempts,
             sizes.join(", ")
@@ -323,7 +323,7 @@ pub fn compare(expect: &Expect, run: &Run, journal: &Journal) -> (bool, Vec<Stri
         }
     }
     if expect.outcome != run.outcome {
-        diffs.push(format!("outcome: expected {:?}, got {:?}", expect.outcome, run.outcome));
+        diffs.push(format!("outcome: expected {}, got {}", expect.outcome, run.outcome));
     }
     if let Some(m) = expect.max_attempts {
         if run.attempts > m {
@@ -332,7 +332,10 @@ pub fn compare(expect: &Expect, run: &Run, journal: &Journal) -> (bool, Vec<Stri
     }
     if let Some(l) = expect.level {
         if run.rung != Some(l) {
-            diffs.push(format!("level: expected rung {l}, got {:?}", run.rung));
+            diffs.push(format!(
+                "level: expected rung {l}, got {}",
+                run.rung.map(|r| format!("rung {r}")).unwrap_or_else(|| "no rung".into())
+            ));
         }
     }
     if let Some(n) = expect.notice_injected {
@@ -342,7 +345,10 @@ pub fn compare(expect: &Expect, run: &Run, journal: &Journal) -> (bool, Vec<Stri
     }
     if let Some(c) = expect.cap_learned_bytes {
         if run.caps.last() != Some(&c) {
-            diffs.push(format!("cap_learned_bytes: expected {c}, got {:?}", run.caps.last()));
+            diffs.push(format!(
+                "cap_learned_bytes: expected {c}, got {}",
+                run.caps.last().map(|x| x.to_string()).unwrap_or_else(|| "none".into())
+            ));
         }
     }
     (diffs.is_empty(), diffs)

@@ -8,8 +8,10 @@
 //! journal before each rewrite and compares it with the driver's own copy, so the journal's
 //! exactness is tested on every capture of every corpus run.
 
+pub mod baseline;
 pub mod checks;
 pub mod corpus;
 pub mod driver;
+pub mod shard;
 pub mod synth;
 pub mod upstream;

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_journal.sql",
         sql: include_str!("../../../migrations/0002_journal.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_session_deletion.sql",
+        sql: include_str!("../../../migrations/0003_session_deletion.sql"),
+    },
 ];
 
 /// The schema version this build writes.

@@ -264,6 +264,17 @@ crate::string_enum! {
         MaxTokens => "max_tokens",
         /// OpenAI's output-limit stop.
         Length => "length",
+        /// The response ends with tool calls (Anthropic `tool_use`).
+        ToolUse => "tool_use",
+        /// A stop sequence was hit.
+        StopSequence => "stop_sequence",
+        /// A long server-tool turn was paused (Anthropic `pause_turn`).
+        PauseTurn => "pause_turn",
+        /// The model declined (Anthropic `refusal`).
+        Refusal => "refusal",
+        /// The source did not record why the response stopped (a session file read by an
+        /// importer).
+        Unrecorded => "unrecorded",
     }
 }
 

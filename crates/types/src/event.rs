@@ -223,6 +223,16 @@ pub enum EventBody {
         route: Option<String>,
         /// Summarizer usage.
         cost: Cost,
+        /// The client that compacted, for a compaction read from its session file
+        /// (`claude-code`, `codex`); absent for salvage's own (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// The client's token count before compacting, when its file says (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pre_tokens: Option<u64>,
+        /// The CCR key (16 hex) of the archived pre-compaction history, JSON (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        archived: Option<String>,
     },
     /// One summary attempt and the quality gate's verdict.
     SummaryAttempt {
@@ -354,6 +364,8 @@ impl EventBody {
             EventBody::SessionStarted { .. } => 2,
             // v2: a typed verdict and the `parts` of the base (optional; v1 bodies read as none).
             EventBody::FloorDiagnosis { .. } => 2,
+            // v2: `by`, `pre_tokens`, `archived` (optional; v1 bodies read unchanged).
+            EventBody::Compaction { .. } => 2,
             _ => 1,
         }
     }
@@ -431,9 +443,17 @@ impl EventBody {
                 }
             }
             EventBody::SkillAging { collapsed } => format!("skill aging: {collapsed} collapsed"),
-            EventBody::Compaction { trigger, level, outcome, .. } => {
+            EventBody::Compaction { trigger, level, outcome, by: None, .. } => {
                 format!("compaction ({trigger}) level {level}: {outcome}")
             }
+            EventBody::Compaction { trigger, outcome, by: Some(by), pre_tokens, archived, .. } => format!(
+                "compaction ({trigger}) by {by}: {outcome}{}{}",
+                pre_tokens.map(|t| format!(", {t} tokens before")).unwrap_or_default(),
+                archived
+                    .as_deref()
+                    .map(|k| format!(", pre-compaction history <<ccr:{k}>>"))
+                    .unwrap_or_default()
+            ),
             EventBody::SummaryAttempt { attempt, passed, reason, .. } => format!(
                 "summary attempt {attempt}: {}",
                 if *passed {

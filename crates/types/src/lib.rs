@@ -15,6 +15,7 @@ pub mod config;
 pub mod event;
 pub mod message;
 pub mod names;
+pub mod timeline;
 pub mod truncate;
 pub mod vectors;
 pub mod weight;

@@ -3,8 +3,9 @@
 //!
 //! Owns the mapping between salvage's message model and the OpenAI chat-completions body, the
 //! Anthropic Messages body, the OpenAI Responses body, the Gemini `generateContent` body, the
-//! Bedrock Converse body and the reference client's session file (version 2), and the meaning of
-//! a message's `wire` value. It does not send anything.
+//! Bedrock Converse body and the reference client's session file (version 2), the session files
+//! of other clients (Claude Code transcripts, Codex CLI rollouts, Cline task histories; see
+//! [`session`]), and the meaning of a message's `wire` value. It does not send anything.
 //!
 //! Design decisions: the importers read JSON as untyped values and walk them by hand, so every
 //! error names the JSON path that is wrong (`messages[3].content[1].type`), not a serde type; and
@@ -22,12 +23,16 @@
 pub mod anthropic;
 pub mod bedrock;
 pub mod chatcli;
+pub mod claude_code;
+pub mod cline;
+pub mod codex;
 mod conv;
 pub mod detect;
 pub mod gemini;
 pub mod openai;
 pub mod redact;
 pub mod responses;
+pub mod session;
 pub mod shape;
 
 use salvage_types::capture::{check_utf8, CaptureError, Request, RequestFormat};
@@ -63,6 +68,12 @@ pub enum Source {
     Gemini,
     /// Bedrock Converse request body.
     Bedrock,
+    /// Claude Code transcript (JSONL).
+    ClaudeCode,
+    /// Codex CLI rollout (JSONL).
+    Codex,
+    /// Cline / Roo Code `api_conversation_history.json`.
+    Cline,
 }
 
 impl Source {
@@ -75,6 +86,23 @@ impl Source {
             Source::OpenaiResponses => RequestFormat::OpenaiResponses,
             Source::Gemini => RequestFormat::Gemini,
             Source::Bedrock => RequestFormat::Bedrock,
+            Source::ClaudeCode => RequestFormat::ClaudeCode,
+            Source::Codex => RequestFormat::Codex,
+            Source::Cline => RequestFormat::Cline,
+        }
+    }
+
+    /// True for a client's session file (read with [`read_session`]), as opposed to a request
+    /// body.
+    pub fn is_session(self) -> bool {
+        match self {
+            Source::ClaudeCode | Source::Codex | Source::Cline => true,
+            Source::Openai
+            | Source::Anthropic
+            | Source::Chatcli
+            | Source::OpenaiResponses
+            | Source::Gemini
+            | Source::Bedrock => false,
         }
     }
 
@@ -87,15 +115,39 @@ impl Source {
             RequestFormat::OpenaiResponses => Some(Source::OpenaiResponses),
             RequestFormat::Gemini => Some(Source::Gemini),
             RequestFormat::Bedrock => Some(Source::Bedrock),
-            RequestFormat::ClaudeCode | RequestFormat::Codex | RequestFormat::Cline => None,
+            RequestFormat::ClaudeCode => Some(Source::ClaudeCode),
+            RequestFormat::Codex => Some(Source::Codex),
+            RequestFormat::Cline => Some(Source::Cline),
         }
     }
 }
 
 /// Imports bytes of the given shape; `file` names the source in errors.
 pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, CaptureError> {
+    if source.is_session() {
+        return read_session(source, bytes, file).map(|s| s.imported());
+    }
     let value = parse_json(bytes, file)?;
     import_value(source, &value, file)
+}
+
+/// Reads a client's session file: its steps as they happened, sidechains kept apart, and the
+/// accounting of every record. A request body source is refused (use [`import`]).
+pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session::Session, CaptureError> {
+    let cx = Cx { file };
+    match source {
+        Source::ClaudeCode => claude_code::read(&cx, bytes),
+        Source::Codex => codex::read(&cx, bytes),
+        Source::Cline => cline::read(&cx, &parse_json(bytes, file)?),
+        Source::Openai
+        | Source::Anthropic
+        | Source::Chatcli
+        | Source::OpenaiResponses
+        | Source::Gemini
+        | Source::Bedrock => {
+            Err(cx.err("(top level)", "a request body is not a session file: import it instead"))
+        }
+    }
 }
 
 /// Imports an already parsed body of the given shape.
@@ -108,6 +160,10 @@ pub fn import_value(source: Source, value: &Value, file: &str) -> Result<Importe
         Source::OpenaiResponses => responses::import(&cx, value),
         Source::Gemini => gemini::import(&cx, value),
         Source::Bedrock => bedrock::import(&cx, value),
+        Source::ClaudeCode | Source::Codex => {
+            Err(cx.err("(top level)", "a JSON Lines session file: read it with read_session"))
+        }
+        Source::Cline => cline::read(&cx, value).map(|s| s.imported()),
     }
 }
 

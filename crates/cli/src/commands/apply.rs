@@ -79,6 +79,7 @@ fn read_history(file: &Option<PathBuf>) -> Result<History, Failure> {
             p.display().to_string(),
         ),
         _ => {
+            crate::output::stdin_hint("a history JSON array or a capture");
             let mut b = Vec::new();
             std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
                 .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
@@ -209,7 +210,16 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             }
             let lookup = |k: &str| adapter_lookup(k);
             let cancel = salvage_recovery::summarizer::Cancel::new();
-            let mut status = |_: salvage_recovery::compaction::Phase, s: &str| eprintln!("│ {s}");
+            // Only a model-backed summarizer takes seconds: the built-in and recorded ones are local.
+            let local = route == "builtin" || route == "recorded";
+            let route_name = route.clone();
+            let mut status = |phase: salvage_recovery::compaction::Phase, s: &str| {
+                if local && phase == salvage_recovery::compaction::Phase::Summarize {
+                    eprintln!("│ 🧠 Summarizing older messages ({route_name} summarizer, no LLM)…");
+                } else {
+                    eprintln!("│ {s}");
+                }
+            };
             let mut state = salvage_recovery::compaction::CompactionState::default();
             let plan = salvage_recovery::compaction::Plan {
                 budget,
@@ -229,6 +239,21 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             };
             let o = salvage_recovery::compaction::compact(&history, &plan, &mut state, &mut io)
                 .map_err(|e| Failure::Problem(e.to_string()))?;
+            // A summarizer that failed is said in the human output, not only in the report.
+            for e in &o.events {
+                if let salvage_types::event::EventBody::SummaryAttempt {
+                    attempt,
+                    passed: false,
+                    reason,
+                    ..
+                } = e
+                {
+                    eprintln!(
+                        "│ ⚠ summarizer {route} attempt {attempt} failed: {}",
+                        reason.as_deref().unwrap_or("no reason given")
+                    );
+                }
+            }
             (o.history, json!({"outcome": o.outcome, "level": o.level, "budget": budget, "events": o.events}))
         }
     };

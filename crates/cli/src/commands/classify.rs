@@ -29,6 +29,7 @@ pub struct Args {
 pub fn run(args: Args, out: &mut Output) -> Outcome {
     let input = if args.status.is_none() && args.message.is_none() && args.transport.is_none() {
         let mut b = Vec::new();
+        crate::output::stdin_hint("a failure JSON such as {\"status\":413,\"message\":\"...\"}");
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
             .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
         salvage_types::capture::from_json_bytes::<FailureInput>(&b, "<stdin>").map_err(Failure::input)?

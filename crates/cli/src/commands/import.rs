@@ -30,6 +30,13 @@ pub enum From {
     Bedrock,
     /// Reference-client (ChatCLI) session file, version 2.
     Chatcli,
+    /// Claude Code transcript: `~/.claude/projects/<project>/<session>.jsonl`.
+    #[value(alias = "claude_code")]
+    ClaudeCode,
+    /// Codex CLI rollout: `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`.
+    Codex,
+    /// Cline / Roo Code `tasks/<id>/api_conversation_history.json`.
+    Cline,
 }
 
 /// Arguments of `salvage import`.
@@ -208,8 +215,23 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         From::Gemini => Source::Gemini,
         From::Bedrock => Source::Bedrock,
         From::Chatcli => Source::Chatcli,
+        From::ClaudeCode => Source::ClaudeCode,
+        From::Codex => Source::Codex,
+        From::Cline => Source::Cline,
     };
-    let imported = salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?;
+    let (imported, seen) = if source.is_session() {
+        let session = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
+        eprint!("{name}: {}", session.report.describe());
+        (session.imported(), session.final_error().cloned())
+    } else {
+        (salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?, None)
+    };
+    // A session that ended on an error the client recorded: that is the failure, unless the
+    // command line says otherwise.
+    let seen = seen.filter(|_| args.status.is_none() && args.message.is_none() && args.transport.is_none());
+    if let Some(e) = &seen {
+        eprintln!("{name}: the session ended on an error the client recorded: {}", e.message);
+    }
     if imported.history.is_empty() {
         return Err(Failure::input(format!("{name}: the history is empty: nothing to capture")));
     }
@@ -220,10 +242,13 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             .filter(|s| s != "-")
             .unwrap_or_else(|| "imported".into())
     });
-    let message = args.message.clone().unwrap_or_else(|| match (args.status, &args.transport) {
-        (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
-        (None, Some(t)) => t.clone(),
-        (None, None) => String::new(),
+    let status = seen.as_ref().map_or(args.status, |e| e.status);
+    let message = seen.map(|e| e.message).or_else(|| args.message.clone()).unwrap_or_else(|| {
+        match (args.status, &args.transport) {
+            (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
+            (None, Some(t)) => t.clone(),
+            (None, None) => String::new(),
+        }
     });
     let gateway =
         (args.gateway_max_bytes.is_some() || args.gateway_rejects_with.is_some()).then(|| Gateway {
@@ -252,6 +277,9 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         client: Some(ClientInfo {
             name: match source {
                 Source::Chatcli => "chatcli".into(),
+                Source::ClaudeCode => "claude-code".into(),
+                Source::Codex => "codex".into(),
+                Source::Cline => "cline".into(),
                 Source::Openai
                 | Source::Anthropic
                 | Source::OpenaiResponses
@@ -266,7 +294,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         request: imported.request,
         history: imported.history,
         failure: CapturedFailure {
-            status: args.status,
+            status,
             message,
             transport: args.transport.clone(),
             rejected_request_bytes: args.rejected_bytes,

@@ -3,6 +3,7 @@
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::{table, write_atomic, Output};
+use salvage_journal::lookup::SessionFilter;
 use salvage_journal::{Journal, JournalError};
 use serde_json::json;
 use std::path::PathBuf;
@@ -18,15 +19,24 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Sub {
-    /// List sessions.
+    /// List sessions (oldest first), optionally filtered.
     Sessions {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
+        /// Only sessions created since this time: RFC 3339, a date (2026-12-01) or an age (2h, 7d).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Only sessions that ended so: recovered, failed_fast, exhausted, not_recoverable, no_failure.
+        #[arg(long, value_name = "OUTCOME")]
+        outcome: Option<String>,
+        /// Only sessions whose title contains this text (case-insensitive).
+        #[arg(long, value_name = "TEXT")]
+        title: Option<String>,
     },
     /// A session's timeline: time, kind and a one-line summary per event.
     Log {
-        /// The session id.
+        /// The session: its id, a unique prefix, its run stamp (after `@`), or `latest`.
         session: String,
         /// Machine-readable output.
         #[arg(long)]
@@ -34,7 +44,7 @@ enum Sub {
     },
     /// The exact history at an event, as a JSON array of messages.
     Show {
-        /// The session id.
+        /// The session: its id, a unique prefix, its run stamp (after `@`), or `latest`.
         session: String,
         /// The event (default: the latest).
         #[arg(long, value_name = "SEQ")]
@@ -43,17 +53,69 @@ enum Sub {
         #[arg(long)]
         state: bool,
     },
-    /// Append a rewind to an earlier event (nothing is deleted; undo it with another rewind).
+    /// Append a rewind to an earlier event or checkpoint (nothing is deleted; undo it with another rewind).
     Rewind {
-        /// The session id.
+        /// The session: its id, a unique prefix, its run stamp (after `@`), or `latest`.
         session: String,
-        /// The target event.
-        #[arg(long, value_name = "SEQ")]
-        to: u64,
+        /// The target: an event number or a checkpoint name (not the current head).
+        #[arg(long, value_name = "SEQ|NAME")]
+        to: String,
+    },
+    /// Append a named checkpoint at the session's head (a target for `rewind --to NAME`).
+    Checkpoint {
+        /// The session: its id, a unique prefix, its run stamp (after `@`), or `latest`.
+        session: String,
+        /// The checkpoint's name (not a number, not HEAD).
+        #[arg(long)]
+        name: String,
+    },
+    /// What changed between two events: messages dropped, added and stubbed, with sizes.
+    Diff {
+        /// The session: its id, a unique prefix, its run stamp (after `@`), or `latest`.
+        session: String,
+        /// The earlier event (number or checkpoint name).
+        #[arg(long, value_name = "SEQ|NAME")]
+        from: String,
+        /// The later event (default: the head).
+        #[arg(long, value_name = "SEQ|NAME")]
+        to: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete whole sessions; `salvage ccr gc` then evicts the blobs no longer referenced.
+    Delete {
+        /// The sessions (ids, unique prefixes or `latest`).
+        #[arg(required = true)]
+        sessions: Vec<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete the sessions matching a filter (at least one of --before, --outcome, --title, --keep).
+    Prune {
+        /// Sessions created before this time: RFC 3339, a date or an age (30d: older than 30 days).
+        #[arg(long, value_name = "WHEN")]
+        before: Option<String>,
+        /// Only sessions that ended so.
+        #[arg(long, value_name = "OUTCOME")]
+        outcome: Option<String>,
+        /// Only sessions whose title contains this text.
+        #[arg(long, value_name = "TEXT")]
+        title: Option<String>,
+        /// Keep the newest N of the matching sessions.
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+        /// Only list what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
     },
     /// A session's checkpoints.
     Checkpoints {
-        /// The session id.
+        /// The session: its id, a unique prefix, its run stamp (after `@`), or `latest`.
         session: String,
         /// Machine-readable output.
         #[arg(long)]
@@ -61,21 +123,44 @@ enum Sub {
     },
     /// Verify hash chains, sequences, parent links, messages and CCR references; exit 1 naming the first bad event.
     Verify {
-        /// Only this session.
+        /// Only this session (id, unique prefix or `latest`).
         session: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
-    /// Export a session as a capture (default), as JSONL events, or as a request body of a
-    /// provider format (the history with the blocks its messages carry).
+    /// Journal a whole client session from its session file: one event per turn, the client's
+    /// compactions as compaction events (the pre-compaction history archived in CCR). Importing
+    /// the same file again appends nothing; a longer version appends only what is new.
+    #[command(
+        after_help = "Files: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex CLI ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl.\nExample:\n  salvage journal import --from claude-code ~/.claude/projects/-home-me-app/5c0375b4-….jsonl\n  salvage journal log 5c0375b4-…"
+    )]
+    Import {
+        /// What FILE is.
+        #[arg(long, value_enum)]
+        from: SessionFrom,
+        /// The session file.
+        file: PathBuf,
+        /// The journal session id (default: the file's session id, else the file name).
+        #[arg(long)]
+        session: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a session as a capture (default), as JSONL events, as a request body of a provider
+    /// format (the history with the blocks its messages carry), or as OpenTelemetry spans (OTLP/JSON).
     Export {
-        /// The session id.
+        /// The session: its id, a unique prefix, its run stamp (after `@`), or `latest`.
         session: String,
-        /// `capture`, `jsonl`, or a request body: `openai`, `anthropic`, `openai_responses`,
-        /// `gemini`, `bedrock`, `chatcli` (a session file).
-        #[arg(long, default_value = "capture", value_parser = ["capture", "jsonl", "openai", "anthropic", "openai_responses", "gemini", "bedrock", "chatcli"])]
+        /// `capture`, `jsonl`, `otlp` (GenAI semantic-convention spans as OTLP/JSON), or a request
+        /// body: `openai`, `anthropic`, `openai_responses`, `gemini`, `bedrock`, `chatcli` (a
+        /// session file).
+        #[arg(long, default_value = "capture", value_parser = ["capture", "jsonl", "otlp", "openai", "anthropic", "openai_responses", "gemini", "bedrock", "chatcli"])]
         format: String,
+        /// The state after this event (number or checkpoint name) instead of the head (all but otlp).
+        #[arg(long, value_name = "SEQ|NAME")]
+        at: Option<String>,
         /// Write to this file (atomically) instead of stdout.
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -83,6 +168,15 @@ enum Sub {
         #[arg(long)]
         no_redact: bool,
     },
+}
+
+/// Session files `journal import` reads.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SessionFrom {
+    /// Claude Code transcript (JSONL).
+    ClaudeCode,
+    /// Codex CLI rollout (JSONL).
+    Codex,
 }
 
 fn problem(e: JournalError) -> Failure {
@@ -96,26 +190,56 @@ fn problem(e: JournalError) -> Failure {
 
 /// Runs the command.
 pub fn run(args: Args, out: &mut Output) -> Outcome {
+    if let Sub::Import { from, file, session, json } = args.command {
+        return import(&args.db, from, &file, session, json, out);
+    }
     let store = args.db.open_existing()?;
     let mut j = Journal::from_store(store);
+    let resolve = |j: &Journal, s: &str| j.resolve_session(s).map_err(problem);
     match args.command {
-        Sub::Sessions { json } => {
-            let s = j.sessions().map_err(problem)?;
+        Sub::Sessions { json, since, outcome, title } => {
+            let filter = SessionFilter {
+                since: since.as_deref().map(|w| when("--since", w)).transpose()?,
+                outcome: outcome.map(|o| checked_outcome(&o)).transpose()?,
+                title,
+            };
+            let s = j.sessions_filtered(&filter).map_err(problem)?;
             if json {
-                out.json(&json!({ "sessions": s }))?;
+                let v: Vec<_> = s
+                    .iter()
+                    .map(|(x, o)| {
+                        json!({"id": x.id, "title": x.title, "events": x.events, "created_at": x.created_at, "outcome": o})
+                    })
+                    .collect();
+                out.json(&json!({ "sessions": v }))?;
             } else {
-                let mut rows =
-                    vec![vec!["SESSION".to_string(), "EVENTS".into(), "CREATED".into(), "TITLE".into()]];
-                rows.extend(s.iter().map(|x| {
-                    vec![x.id.clone(), x.events.to_string(), x.created_at.clone(), x.title.clone()]
+                let mut rows = vec![vec![
+                    "SESSION".to_string(),
+                    "EVENTS".into(),
+                    "CREATED".into(),
+                    "OUTCOME".into(),
+                    "TITLE".into(),
+                ]];
+                rows.extend(s.iter().map(|(x, o)| {
+                    vec![
+                        x.id.clone(),
+                        x.events.to_string(),
+                        x.created_at.clone(),
+                        o.unwrap_or("-").to_string(),
+                        x.title.clone(),
+                    ]
                 }));
                 out.put(&table(&rows))?;
             }
         }
         Sub::Log { session, json } => {
+            let session = resolve(&j, &session)?;
             let events = j.events(&session, 0, usize::MAX >> 1).map_err(problem)?;
+            let head = j.version(&session).map_err(problem)?;
+            let links: Vec<(u64, Option<u64>)> = events.iter().map(|e| (e.seq, e.parent)).collect();
+            let abandoned = salvage_journal::branches::abandoned(&links, head);
             if json {
-                let v: Vec<_> = events.iter().map(|e| json!({"seq": e.seq, "kind": e.kind, "ts": e.ts, "summary": e.body.summary(), "parent": e.parent})).collect();
+                let v: Vec<_> = events.iter().map(|e| json!({"seq": e.seq, "kind": e.kind, "ts": e.ts, "summary": e.body.summary(), "parent": e.parent, "abandoned": abandoned.contains(&e.seq)})).collect();
                 out.json(&json!({ "events": v }))?;
             } else {
                 let mut rows = Vec::new();
@@ -124,17 +248,25 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                         Some(p) if p + 1 != e.seq => format!("(from {p}) "),
                         _ => String::new(),
                     };
+                    let mark = if abandoned.contains(&e.seq) { "✗" } else { " " };
                     rows.push(vec![
-                        format!("{:>4}", e.seq),
+                        format!("{:>4}{mark}", e.seq),
                         e.ts.clone(),
                         e.kind.clone(),
                         format!("{branch}{}", e.body.summary()),
                     ]);
                 }
                 out.put(&table(&rows))?;
+                if !abandoned.is_empty() {
+                    out.line(&format!(
+                        "✗ {} event(s) on abandoned branches (rewound past; kept, not part of the head's state)",
+                        abandoned.len()
+                    ))?;
+                }
             }
         }
         Sub::Show { session, at, state } => {
+            let session = resolve(&j, &session)?;
             let seq = match at {
                 Some(s) => s,
                 None => j.version(&session).map_err(problem)?,
@@ -149,27 +281,83 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             }
         }
         Sub::Rewind { session, to } => {
+            let session = resolve(&j, &session)?;
+            let head = j.version(&session).map_err(problem)?;
+            if to.eq_ignore_ascii_case("head") {
+                return Err(Failure::Input(format!(
+                    "--to HEAD: session {session} is already at its head (event {head}); name an earlier event or checkpoint"
+                )));
+            }
+            let target = crate::commands::journal_points::event(&j, &session, &to)?;
+            if target == head {
+                return Err(Failure::Input(format!(
+                    "--to {to}: event {head} is the current head of session {session}; a rewind to it changes nothing"
+                )));
+            }
             let id = format!("rewind-{}-{}", session, chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
-            let a = j.rewind(&session, to, "rewind", &id, chrono::Utc::now()).map_err(problem)?;
+            let a = j.rewind(&session, target, "rewind", &id, chrono::Utc::now()).map_err(problem)?;
             out.line(&format!(
-                "event {}: rewound to event {to} (undo with `salvage journal rewind {session} --to {}`)",
+                "event {}: rewound to event {target} (undo with `salvage journal rewind {session} --to {}`)",
                 a.seq,
                 a.seq - 1
             ))?;
         }
+        Sub::Checkpoint { session, name } => {
+            let session = resolve(&j, &session)?;
+            let seq = crate::commands::journal_points::checkpoint(&mut j, &session, &name)?;
+            out.line(&format!(
+                "event {seq}: checkpoint {name:?} (rewind to it with `salvage journal rewind {session} --to {name}`)"
+            ))?;
+        }
         Sub::Checkpoints { session, json } => {
-            let v = j.version(&session).map_err(problem)?;
-            let st = j.state_at(&session, v).map_err(problem)?;
+            let session = resolve(&j, &session)?;
+            let c = crate::commands::journal_points::list(&j, &session)?;
             if json {
-                let c: Vec<_> = st.checkpoints.iter().map(|(n, s)| json!({"name": n, "seq": s})).collect();
-                out.json(&json!({ "checkpoints": c }))?;
+                // `checkpoints` are those in the head's state; a rewind back past one moves it
+                // to `abandoned` (still a target for `rewind --to NAME`).
+                let pick = |live: bool| -> Vec<serde_json::Value> {
+                    c.iter()
+                        .filter(|p| p.live == live)
+                        .map(|p| json!({"name": p.name, "seq": p.seq}))
+                        .collect()
+                };
+                out.json(&json!({ "checkpoints": pick(true), "abandoned": pick(false) }))?;
+            } else if c.is_empty() {
+                out.line(&format!(
+                    "no checkpoints in {session} (create one with `salvage journal checkpoint {session} --name NAME`)"
+                ))?;
             } else {
-                for (n, s) in &st.checkpoints {
-                    out.line(&format!("{s:>4}  {n}"))?;
+                for p in &c {
+                    let note = if p.live { "" } else { "  (on an abandoned branch)" };
+                    out.line(&format!("{:>4}  {}{note}", p.seq, p.name))?;
                 }
             }
         }
+        Sub::Diff { session, from, to, json } => {
+            let session = resolve(&j, &session)?;
+            crate::commands::journal_diff::run(&j, &session, &from, to.as_deref(), json, out)?;
+        }
+        Sub::Delete { sessions, json } => {
+            let ids = sessions.iter().map(|s| resolve(&j, s)).collect::<Result<Vec<_>, _>>()?;
+            crate::commands::journal_delete::delete(&mut j, &ids, "delete", json, out)?;
+        }
+        Sub::Prune { before, outcome, title, keep, dry_run, json } => {
+            if before.is_none() && outcome.is_none() && title.is_none() && keep.is_none() {
+                return Err(Failure::Input(
+                    "journal prune: give at least one of --before, --outcome, --title, --keep".into(),
+                ));
+            }
+            let plan = crate::commands::journal_delete::PrunePlan {
+                before: before.as_deref().map(|w| when("--before", w)).transpose()?,
+                outcome: outcome.map(|o| checked_outcome(&o)).transpose()?,
+                title,
+                keep,
+                dry_run,
+            };
+            crate::commands::journal_delete::prune(&mut j, &plan, json, out)?;
+        }
         Sub::Verify { session, json } => {
+            let session = session.map(|s| resolve(&j, &s)).transpose()?;
             let r = j.verify(session.as_deref()).map_err(problem)?;
             if json {
                 out.json(&json!(r))?;
@@ -191,32 +379,60 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 )));
             }
         }
-        Sub::Export { session, format, output, no_redact } => {
+        Sub::Import { .. } => {}
+        Sub::Export { session, format, at, output, no_redact } => {
+            let session = resolve(&j, &session)?;
+            let at = at.map(|a| crate::commands::journal_points::event(&j, &session, &a)).transpose()?;
             let mut counts = salvage_wire::redact::Counts::new();
-            let text = if format == "jsonl" {
-                let raw = j.export_jsonl(&session).map_err(problem)?;
-                if no_redact {
-                    raw
-                } else {
-                    raw.lines().map(|l| salvage_wire::redact::redact_text(l, &mut counts) + "\n").collect()
-                }
-            } else {
-                let mut c = j.export_capture(&session).map_err(problem)?;
-                if !no_redact {
-                    counts = salvage_wire::redact::redact_capture(&mut c);
-                }
-                match salvage_types::capture::RequestFormat::parse(&format) {
-                    Some(f) => {
-                        let request = c
-                            .request
-                            .clone()
-                            .filter(|r| r.format == f)
-                            .unwrap_or_else(|| salvage_wire::bare_request(f, c.model.as_deref()));
-                        let body = salvage_wire::request_body(&request, &c.history);
-                        serde_json::to_string_pretty(&body).map_err(|e| Failure::Problem(e.to_string()))?
-                            + "\n"
+            let text = match format.as_str() {
+                "jsonl" => {
+                    let raw = j.export_jsonl_upto(&session, at.unwrap_or(u64::MAX)).map_err(problem)?;
+                    if no_redact {
+                        raw
+                    } else {
+                        raw.lines()
+                            .map(|l| salvage_wire::redact::redact_text(l, &mut counts) + "\n")
+                            .collect()
                     }
-                    None => c.to_json_pretty(),
+                }
+                "otlp" => {
+                    if at.is_some() {
+                        return Err(Failure::Input(
+                            "--at: not available with --format otlp (a trace covers the whole session)"
+                                .into(),
+                        ));
+                    }
+                    let v = salvage_journal::otlp::session_traces(&j, &session).map_err(problem)?;
+                    let raw = serde_json::to_string(&v).map_err(|e| Failure::Problem(e.to_string()))? + "\n";
+                    if no_redact {
+                        raw
+                    } else {
+                        salvage_wire::redact::redact_text(&raw, &mut counts)
+                    }
+                }
+                _ => {
+                    let mut c = match at {
+                        Some(a) => j.export_capture_at(&session, a),
+                        None => j.export_capture(&session),
+                    }
+                    .map_err(problem)?;
+                    if !no_redact {
+                        counts = salvage_wire::redact::redact_capture(&mut c);
+                    }
+                    match salvage_types::capture::RequestFormat::parse(&format) {
+                        Some(f) => {
+                            let request = c
+                                .request
+                                .clone()
+                                .filter(|r| r.format == f)
+                                .unwrap_or_else(|| salvage_wire::bare_request(f, c.model.as_deref()));
+                            let body = salvage_wire::request_body(&request, &c.history);
+                            serde_json::to_string_pretty(&body)
+                                .map_err(|e| Failure::Problem(e.to_string()))?
+                                + "\n"
+                        }
+                        None => c.to_json_pretty(),
+                    }
                 }
             };
             if !counts.is_empty() {
@@ -230,4 +446,96 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
         }
     }
     Ok(())
+}
+
+fn import(
+    db: &DbArgs,
+    from: SessionFrom,
+    file: &std::path::Path,
+    session: Option<String>,
+    json: bool,
+    out: &mut Output,
+) -> Outcome {
+    let name = file.display().to_string();
+    let bytes = std::fs::read(file).map_err(|e| Failure::Input(format!("{name}: cannot read: {e}")))?;
+    let source = match from {
+        SessionFrom::ClaudeCode => salvage_wire::Source::ClaudeCode,
+        SessionFrom::Codex => salvage_wire::Source::Codex,
+    };
+    let read = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
+    let id = session
+        .or_else(|| read.id.clone())
+        .or_else(|| file.file_stem().map(|s| s.to_string_lossy().to_string()))
+        .unwrap_or_else(|| "imported".into());
+    let src = salvage_journal::import::Source {
+        session: id.clone(),
+        title: format!(
+            "{} {}",
+            read.client,
+            file.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
+        ),
+        client: read.client.to_string(),
+        provider: read.provider.clone(),
+        model: read.model.clone(),
+    };
+    let mut j = Journal::from_store(db.open()?);
+    let done = j.import_steps(&src, &read.steps, chrono::Utc::now()).map_err(problem)?;
+    if json {
+        out.json(&json!({"session": id, "import": done, "report": read.report}))?;
+    } else {
+        eprint!("{name}: {}", read.report.describe());
+        out.line(&format!(
+            "session {id}: {} event(s) appended, {} step(s) already journaled{}{}; head at event {}",
+            done.appended,
+            done.existing,
+            done.rewound_to
+                .map(|t| format!(", rewound to event {t} (the file's branch changed)"))
+                .unwrap_or_default(),
+            if done.archived > 0 {
+                format!(", {} compaction(s) archived", done.archived)
+            } else {
+                String::new()
+            },
+            done.head
+        ))?;
+    }
+    Ok(())
+}
+
+/// A time given as RFC 3339, a date (`2026-12-01`), or an age (`90m`, `2h`, `7d`, `2w`) counted
+/// back from now, as the RFC 3339 text the journal stores.
+pub fn when(flag: &str, text: &str) -> Result<String, Failure> {
+    let t = text.trim();
+    if let Ok(d) = chrono::DateTime::parse_from_rfc3339(t) {
+        return Ok(salvage_journal::rfc3339(&d.with_timezone(&chrono::Utc)));
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        return Ok(format!("{d}T00:00:00.000Z"));
+    }
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let secs: Option<i64> = num.parse::<i64>().ok().and_then(|n| match unit {
+        "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        "w" => n.checked_mul(7 * 86_400),
+        _ => None,
+    });
+    match secs {
+        Some(s) => Ok(salvage_journal::rfc3339(&(chrono::Utc::now() - chrono::Duration::seconds(s)))),
+        None => Err(Failure::Input(format!(
+            "{flag}: {text:?} is not a time (RFC 3339, a date such as 2026-12-01, or an age such as 2h or 7d)"
+        ))),
+    }
+}
+
+/// An outcome in the one spelling of `replay --json`.
+pub fn checked_outcome(o: &str) -> Result<String, Failure> {
+    match salvage_types::capture::Outcome::parse(o) {
+        Some(x) => Ok(x.as_str().to_string()),
+        None => Err(Failure::Input(format!(
+            "--outcome: {o:?} is not an outcome ({})",
+            salvage_types::capture::Outcome::ALL.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
 }

@@ -3,10 +3,15 @@
 pub mod apply;
 pub mod ccr;
 pub mod classify;
+pub mod completions;
 pub mod config;
 pub mod generate;
 pub mod import;
 pub mod journal;
+pub mod journal_delete;
+pub mod journal_diff;
+pub mod journal_points;
 pub mod proxy;
 pub mod recall;
 pub mod replay;
+pub mod report;

@@ -2,8 +2,10 @@
 
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
+use crate::junit;
 use crate::output::{table, write_atomic, Output};
-use salvage_replay::corpus::{discover, load_all_with, run_all, CaptureReport, Target};
+use salvage_replay::corpus::{discover, run_all, CaptureReport, Target};
+use salvage_replay::shard::Shard;
 use salvage_types::format_bytes;
 use serde_json::json;
 use std::io::Write;
@@ -12,7 +14,7 @@ use std::path::PathBuf;
 /// Arguments of `salvage replay`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Each capture is replayed against its simulated gateway and provider; every step is a journal event\n(see `salvage journal log SESSION`). Checks on every capture: fidelity, convergence, task kept, pairing,\nmarkers resolve, rewind accounting, notice at most once, cap only tightens.\nExit 1 when a capture misses its `expect` or fails a check; 2 when a capture cannot be read.\nExample: salvage replay testdata/corpus --jobs 2"
+    after_help = "Each capture is replayed against its simulated gateway and provider; every step is a journal event\n(see `salvage journal log SESSION`). Checks on every capture: fidelity, convergence, task kept, pairing,\nmarkers resolve, rewind accounting, notice at most once, cap only tightens.\nExit 1 when a capture misses its `expect`, fails a check, cannot be read (inside a folder) or regresses\nagainst --baseline; 2 when a file named on the command line cannot be read.\nCI: --junit FILE for test reports, --shard I/N for a job matrix, --baseline PREV.json to catch regressions.\nExample: salvage replay testdata/corpus --junit target/replay.xml --shard 1/4"
 )]
 pub struct Args {
     /// Capture files or folders (searched recursively for *.json).
@@ -24,15 +26,35 @@ pub struct Args {
     /// Write the observed outcome into each capture's `expect`.
     #[arg(long)]
     bless: bool,
-    /// Captures replayed in parallel (output order stays the input order).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    jobs: usize,
+    /// Captures replayed in parallel (output order stays the input order); default: the number of cores.
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
     /// Level-2 summarizer: builtin, recorded (the capture's recorded summaries), cmd:PROGRAM, mcp:SERVER.
     #[arg(long, default_value = "recorded", value_name = "ROUTE")]
     summarizer: String,
     /// Journal in memory only (nothing is written to the database).
     #[arg(long)]
     no_journal: bool,
+    /// Also write a JUnit XML report (one testcase per capture, a failure per failed check).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Also write a self-contained HTML audit report (corpus table, per-session timelines).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Replay only shard I of N (1-based; a stable partition by capture id, for a CI matrix).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Compare with a previous `--json` report: outcome changes, more attempts, or the accepted
+    /// request's bytes or tokens up by more than --threshold are regressions (exit 1).
+    #[arg(long, value_name = "PREV.json")]
+    baseline: Option<PathBuf>,
+    /// The growth in percent of bytes or tokens that --baseline flags.
+    #[arg(long, default_value_t = 10.0, value_name = "PERCENT", requires = "baseline")]
+    threshold: f64,
+    /// Override a setting in every capture for a what-if run (repeatable), e.g.
+    /// CHATCLI_EMERGENCY_KEEP_MESSAGES=6.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Fault injection for testing the checks: make rung 3 keep N messages instead of 4.
     #[arg(long, hide = true, value_name = "N")]
     fault_rung3_keep: Option<usize>,
@@ -40,24 +62,147 @@ pub struct Args {
     db: DbArgs,
 }
 
-fn failed_checks(r: &CaptureReport) -> Vec<String> {
-    let mut v: Vec<String> =
-        r.checks.iter().filter(|c| !c.ok).map(|c| format!("{}: {}", c.name, c.detail)).collect();
-    v.extend(r.expect_diffs.iter().map(|d| format!("expect {d}")));
+/// One row of the run: a replayed capture, or a file inside a folder that could not be read.
+pub enum Row {
+    /// Replayed.
+    Done(Box<CaptureReport>),
+    /// Not readable.
+    Unreadable {
+        /// Its name (the file stem).
+        id: String,
+        /// The file.
+        file: String,
+        /// Why.
+        error: String,
+    },
+}
+
+impl Row {
+    fn passed(&self) -> bool {
+        match self {
+            Row::Done(r) => r.passed(),
+            Row::Unreadable { .. } => false,
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        match self {
+            Row::Done(r) => json!(r),
+            Row::Unreadable { id, file, error } => json!({
+                "id": id, "file": file, "outcome": "unreadable", "attempts": 0, "rung": null,
+                "request_bytes": [], "expect_met": null,
+                "checks": [{"name": "readable", "ok": false, "detail": error}],
+                "session": null, "error": error,
+            }),
+        }
+    }
+}
+
+/// The short form of a session id shown in tables: the part after `@` (its run stamp), which
+/// `journal` commands accept as a prefix.
+pub fn short_session(id: &str) -> &str {
+    id.split_once('@').map(|(_, s)| s).unwrap_or(id)
+}
+
+fn failed_checks(r: &CaptureReport) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> =
+        r.checks.iter().filter(|c| !c.ok).map(|c| (c.name.clone(), c.detail.clone())).collect();
+    v.extend(r.expect_diffs.iter().map(|d| ("expect".to_string(), d.clone())));
     v
+}
+
+/// A failed check or missed expectation for people: `pairing: …`, `expect outcome: …`.
+fn line(check: &str, detail: &str) -> String {
+    if check == "expect" {
+        format!("expect {detail}")
+    } else {
+        format!("{check}: {detail}")
+    }
+}
+
+fn overrides(set: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    let mut out = Vec::new();
+    for kv in set {
+        let (k, v) =
+            kv.split_once('=').ok_or_else(|| Failure::Input(format!("--set: {kv:?} is not KEY=VALUE")))?;
+        let k = k.trim();
+        if !salvage_types::config::SETTING_NAMES.contains(&k) {
+            return Err(Failure::Input(format!("--set: {k} is not a known setting (see `salvage config`)")));
+        }
+        let probe: std::collections::BTreeMap<String, String> = [(k.to_string(), v.to_string())].into();
+        if let Some((_, why)) = salvage_types::Config::from_env(&probe).errors().first() {
+            return Err(Failure::Input(format!("--set: {k}={v:?}: {why}")));
+        }
+        out.push((k.to_string(), v.to_string()));
+    }
+    Ok(out)
 }
 
 /// Runs the command.
 pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &mut Output) -> Outcome {
-    let files = discover(&args.paths).map_err(Failure::Input)?;
-    if files.is_empty() {
+    let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(Failure::Input)?;
+    let set = overrides(&args.set)?;
+    let baseline = match &args.baseline {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", p.display())))?;
+            Some(salvage_replay::baseline::read(&p.display().to_string(), &text).map_err(Failure::input)?)
+        }
+        None => None,
+    };
+    if args.bless && !set.is_empty() {
+        return Err(Failure::Input(
+            "--bless with --set would record a what-if run as the expectation".into(),
+        ));
+    }
+    let limits = crate::db::ceilings(env)?;
+    // Files named on the command line must be readable (exit 2); files found in folders that are
+    // not become failed rows and the run goes on.
+    let mut captures: Vec<(PathBuf, salvage_types::Capture)> = Vec::new();
+    let mut capture_order: Vec<usize> = Vec::new();
+    let mut unreadable: Vec<(usize, Row)> = Vec::new();
+    let mut order = 0usize;
+    for p in &args.paths {
+        let in_folder = p.is_dir();
+        let files = discover(std::slice::from_ref(p)).map_err(Failure::Input)?;
+        for f in files {
+            match salvage_types::capture::read_capture_with(&f, &limits.capture) {
+                Ok(mut c) => {
+                    for (k, v) in &set {
+                        c.settings.insert(k.clone(), v.clone());
+                    }
+                    captures.push((f, c));
+                    capture_order.push(order);
+                }
+                Err(e) if in_folder => {
+                    let id = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+                    unreadable.push((
+                        order,
+                        Row::Unreadable { id, file: f.display().to_string(), error: e.to_string() },
+                    ));
+                }
+                Err(e) => return Err(Failure::input(e)),
+            }
+            order += 1;
+        }
+    }
+    if captures.is_empty() && unreadable.is_empty() {
         return Err(Failure::Input(format!(
             "no *.json captures under {}",
             args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )));
     }
-    let limits = crate::db::ceilings(env)?;
-    let captures = load_all_with(&files, &limits.capture).map_err(Failure::input)?;
+    if let Some(s) = shard {
+        let keep: Vec<bool> = captures.iter().map(|(_, c)| s.holds(&c.id)).collect();
+        let mut k = keep.iter();
+        captures.retain(|_| k.next().copied().unwrap_or(false));
+        let mut k = keep.iter();
+        capture_order.retain(|_| k.next().copied().unwrap_or(false));
+        unreadable.retain(|(_, r)| match r {
+            Row::Unreadable { id, .. } => s.holds(id),
+            Row::Done(_) => true,
+        });
+    }
     let target = if args.no_journal {
         Target::Memory
     } else {
@@ -81,10 +226,12 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
             let _ = std::io::stderr().flush();
         }
     };
+    let jobs =
+        args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let reports = run_all(
         &captures,
         &target,
-        args.jobs.max(1),
+        jobs.max(1),
         &make,
         &progress,
         args.fault_rung3_keep.unwrap_or(salvage_recovery::ladder::RUNG3_KEEP),
@@ -105,76 +252,229 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
                 .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", file.display())))?;
         }
     }
-    let passed = reports.iter().filter(|r| r.passed()).count();
+    let comparison =
+        baseline.as_ref().map(|b| salvage_replay::baseline::compare(&reports, b, args.threshold));
+    // Rows in discovery order: replayed captures and unreadable files interleaved as found.
+    let mut ordered: Vec<(usize, Row)> =
+        capture_order.into_iter().zip(reports).map(|(o, r)| (o, Row::Done(Box::new(r)))).collect();
+    ordered.extend(unreadable);
+    ordered.sort_by_key(|(o, _)| *o);
+    let rows: Vec<Row> = ordered.into_iter().map(|(_, r)| r).collect();
+    let passed = rows.iter().filter(|r| r.passed()).count();
+    let failed = rows.len() - passed;
+    if let Some(path) = &args.junit {
+        let cases: Vec<junit::Case> = rows.iter().map(junit_case).collect();
+        let suite = args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
+        write_atomic(path, junit::render(&suite, &cases).as_bytes())
+            .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.html {
+        let corpus: Vec<crate::html::CorpusRow> = rows.iter().map(corpus_row).collect();
+        let journal = match &target {
+            Target::File(p) => Some(salvage_journal::Journal::from_store(
+                salvage_store::Store::open(p, &salvage_store::Options::default()).map_err(Failure::input)?,
+            )),
+            Target::Memory => None,
+        };
+        let title = format!(
+            "salvage replay {}",
+            args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
+        );
+        let html = crate::html::render(&title, &corpus, journal.as_ref()).map_err(Failure::Problem)?;
+        write_atomic(path, html.as_bytes())
+            .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", path.display())))?;
+    }
     if args.json {
-        out.json(&json!({
-            "captures": reports,
-            "summary": {"total": reports.len(), "passed": passed, "failed": reports.len() - passed},
-        }))?;
-    } else {
-        let mut rows =
-            vec![["CAPTURE", "OUTCOME", "ATTEMPTS", "RUNG", "BYTES", "TOKENS (est/real)", "CHECKS"]
-                .map(String::from)
-                .to_vec()];
-        for r in &reports {
-            let (first, last) =
-                (r.request_bytes.first().copied().unwrap_or(0), r.request_bytes.last().copied().unwrap_or(0));
-            let tok = |i: usize| {
-                format!(
-                    "{}/{}",
-                    r.estimated_tokens.get(i).copied().unwrap_or(0),
-                    r.real_tokens
-                        .get(i)
-                        .copied()
-                        .flatten()
-                        .map(|t| t.to_string())
-                        .unwrap_or_else(|| "-".into())
-                )
-            };
-            let n = r.request_bytes.len().saturating_sub(1);
-            let ok = r.checks.iter().filter(|c| c.ok).count();
-            let verdict = if r.passed() {
-                format!("{ok}/{} ok", r.checks.len())
-            } else {
-                format!(
-                    "FAIL {}",
-                    failed_checks(r)
-                        .iter()
-                        .map(|f| f.split(':').next().unwrap_or("").to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                )
-            };
-            rows.push(vec![
-                r.id.clone(),
-                format!("{:?}", r.outcome).to_lowercase(),
-                r.attempts.to_string(),
-                r.rung.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
-                format!("{} → {}", format_bytes(first), format_bytes(last)),
-                format!("{} → {}", tok(0), tok(n)),
-                verdict,
-            ]);
+        let mut v = json!({
+            "captures": rows.iter().map(Row::json).collect::<Vec<_>>(),
+            "summary": {"total": rows.len(), "passed": passed, "failed": failed},
+        });
+        if let Some(s) = shard {
+            v["shard"] = json!({"index": s.index, "count": s.count});
         }
-        out.put(&table(&rows))?;
-        for r in reports.iter().filter(|r| !r.passed()) {
-            out.line(&format!("\n{} ({}):", r.id, r.file))?;
-            for f in failed_checks(r) {
-                out.line(&format!("  ✖ {f}"))?;
-            }
+        if let Some(c) = &comparison {
+            v["baseline"] = json!(c);
+        }
+        out.json(&v)?;
+    } else {
+        print_table(&rows, out)?;
+        if let Some(c) = &comparison {
+            print_comparison(c, out)?;
         }
         out.line(&format!(
-            "\n{} captures: {passed} passed, {} failed{}",
-            reports.len(),
-            reports.len() - passed,
+            "\n{} captures: {passed} passed, {failed} failed{}{}",
+            rows.len(),
+            shard.map(|s| format!(" (shard {}/{})", s.index, s.count)).unwrap_or_default(),
             match &target {
                 Target::File(p) => format!(" — journaled in {}", p.display()),
                 Target::Memory => " — not journaled (--no-journal)".to_string(),
             }
         ))?;
     }
-    if passed == reports.len() {
-        Ok(())
-    } else {
-        Err(Failure::Problem(format!("{} of {} captures failed", reports.len() - passed, reports.len())))
+    let regressions = comparison.as_ref().map(|c| c.regressions.len()).unwrap_or(0);
+    match (failed, regressions) {
+        (0, 0) => Ok(()),
+        (0, r) => Err(Failure::Problem(format!("{r} regression(s) against the baseline"))),
+        (f, 0) => Err(Failure::Problem(format!("{f} of {} captures failed", rows.len()))),
+        (f, r) => Err(Failure::Problem(format!(
+            "{f} of {} captures failed; {r} regression(s) against the baseline",
+            rows.len()
+        ))),
     }
+}
+
+fn junit_case(row: &Row) -> junit::Case {
+    match row {
+        Row::Done(r) => junit::Case {
+            name: r.id.clone(),
+            file: r.file.clone(),
+            failures: failed_checks(r),
+            error: None,
+            output: format!(
+                "outcome {}, {} attempt(s), requests {:?} bytes{}",
+                r.outcome,
+                r.attempts,
+                r.request_bytes,
+                r.session.as_deref().map(|s| format!(", journal session {s}")).unwrap_or_default()
+            ),
+        },
+        Row::Unreadable { id, file, error } => junit::Case {
+            name: id.clone(),
+            file: file.clone(),
+            failures: Vec::new(),
+            error: Some(error.clone()),
+            output: String::new(),
+        },
+    }
+}
+
+fn corpus_row(row: &Row) -> crate::html::CorpusRow {
+    match row {
+        Row::Done(r) => {
+            let n = r.request_bytes.len().saturating_sub(1);
+            crate::html::CorpusRow {
+                id: r.id.clone(),
+                file: Some(r.file.clone()),
+                outcome: r.outcome.to_string(),
+                attempts: r.attempts,
+                bytes: (
+                    r.request_bytes.first().copied().unwrap_or(0),
+                    r.request_bytes.last().copied().unwrap_or(0),
+                ),
+                tokens: (
+                    r.estimated_tokens.first().copied().unwrap_or(0),
+                    r.estimated_tokens.get(n).copied().unwrap_or(0),
+                ),
+                real_tokens: (
+                    r.real_tokens.first().copied().flatten(),
+                    r.real_tokens.get(n).copied().flatten(),
+                ),
+                checks: Some((r.checks.iter().filter(|c| c.ok).count(), r.checks.len())),
+                failed: failed_checks(r).into_iter().map(|(k, d)| line(&k, &d)).collect(),
+                session: r.session.clone(),
+                passed: r.passed(),
+            }
+        }
+        Row::Unreadable { id, file, error } => crate::html::CorpusRow {
+            id: id.clone(),
+            file: Some(file.clone()),
+            outcome: "unreadable".into(),
+            attempts: 0,
+            bytes: (0, 0),
+            tokens: (0, 0),
+            real_tokens: (None, None),
+            checks: Some((0, 1)),
+            failed: vec![format!("readable: {error}")],
+            session: None,
+            passed: false,
+        },
+    }
+}
+
+fn print_comparison(c: &salvage_replay::baseline::Comparison, out: &mut Output) -> std::io::Result<()> {
+    out.line(&format!(
+        "\nbaseline: {} regression(s), {} improvement(s), {} new, {} not in this run (threshold +{}%)",
+        c.regressions.len(),
+        c.improvements.len(),
+        c.new.len(),
+        c.missing.len(),
+        c.threshold_percent
+    ))?;
+    for r in &c.regressions {
+        out.line(&format!("  ✖ {}: {}", r.id, r.detail))?;
+    }
+    for r in &c.improvements {
+        out.line(&format!("  ✔ {}: {}", r.id, r.detail))?;
+    }
+    Ok(())
+}
+
+fn print_table(rows_in: &[Row], out: &mut Output) -> std::io::Result<()> {
+    let mut rows =
+        vec![["CAPTURE", "OUTCOME", "ATTEMPTS", "RUNG", "BYTES", "TOKENS (est/real)", "CHECKS", "SESSION"]
+            .map(String::from)
+            .to_vec()];
+    for row in rows_in {
+        let r = match row {
+            Row::Done(r) => r,
+            Row::Unreadable { id, .. } => {
+                rows.push(vec![
+                    id.clone(),
+                    "unreadable".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "FAIL readable".into(),
+                    "-".into(),
+                ]);
+                continue;
+            }
+        };
+        let (first, last) =
+            (r.request_bytes.first().copied().unwrap_or(0), r.request_bytes.last().copied().unwrap_or(0));
+        let tok = |i: usize| {
+            format!(
+                "{}/{}",
+                r.estimated_tokens.get(i).copied().unwrap_or(0),
+                r.real_tokens.get(i).copied().flatten().map(|t| t.to_string()).unwrap_or_else(|| "-".into())
+            )
+        };
+        let n = r.request_bytes.len().saturating_sub(1);
+        let ok = r.checks.iter().filter(|c| c.ok).count();
+        let verdict = if r.passed() {
+            format!("{ok}/{} ok", r.checks.len())
+        } else {
+            let mut names: Vec<String> = failed_checks(r).into_iter().map(|(k, _)| k).collect();
+            names.dedup();
+            format!("FAIL {}", names.join(","))
+        };
+        rows.push(vec![
+            r.id.clone(),
+            r.outcome.to_string(),
+            r.attempts.to_string(),
+            r.rung.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
+            format!("{} → {}", format_bytes(first), format_bytes(last)),
+            format!("{} → {}", tok(0), tok(n)),
+            verdict,
+            r.session.as_deref().map(short_session).unwrap_or("-").to_string(),
+        ]);
+    }
+    out.put(&table(&rows))?;
+    for row in rows_in {
+        match row {
+            Row::Done(r) if !r.passed() => {
+                out.line(&format!("\n{} ({}):", r.id, r.file))?;
+                for (k, d) in failed_checks(r) {
+                    out.line(&format!("  ✖ {}", line(&k, &d)))?;
+                }
+            }
+            Row::Unreadable { file, error, .. } => {
+                out.line(&format!("\n{file}:"))?;
+                out.line(&format!("  ✖ readable: {error}"))?;
+            }
+            Row::Done(_) => {}
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,182 @@
+//! Comparing a replay with a previous one (`replay --baseline PREV.json`): the previous run's
+//! `--json` report is read back and every capture present in both is compared. Flagged as
+//! regressions: an outcome that changed, a capture that passed and now fails, more recovery
+//! attempts, and the accepted request's bytes or tokens (estimated or real) up by more than a
+//! threshold. Captures new in this run, or only in the baseline (another shard), are noted.
+
+use crate::corpus::CaptureReport;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One difference from the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    /// The capture.
+    pub id: String,
+    /// `outcome`, `passed`, `attempts`, `bytes`, `estimated_tokens` or `real_tokens`.
+    pub what: String,
+    /// The baseline's value.
+    pub before: serde_json::Value,
+    /// This run's value.
+    pub after: serde_json::Value,
+    /// A sentence for people.
+    pub detail: String,
+}
+
+/// The comparison.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The threshold in percent for bytes and tokens.
+    pub threshold_percent: f64,
+    /// Regressions (each makes the run fail).
+    pub regressions: Vec<Change>,
+    /// Improvements (for information).
+    pub improvements: Vec<Change>,
+    /// Captures not in the baseline.
+    pub new: Vec<String>,
+    /// Captures of the baseline not in this run.
+    pub missing: Vec<String>,
+}
+
+/// Why a baseline could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {problem}")]
+pub struct BaselineError {
+    /// The file.
+    pub file: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// The fields of a previous report entry this comparison reads.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct Prev {
+    outcome: String,
+    #[serde(default)]
+    attempts: u64,
+    #[serde(default)]
+    request_bytes: Vec<u64>,
+    #[serde(default)]
+    estimated_tokens: Vec<u64>,
+    #[serde(default)]
+    real_tokens: Vec<Option<u64>>,
+    #[serde(default)]
+    checks: Vec<PrevCheck>,
+    #[serde(default)]
+    expect_met: Option<bool>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+struct PrevCheck {
+    ok: bool,
+}
+
+/// Reads a `replay --json` report.
+pub fn read(file: &str, text: &str) -> Result<BTreeMap<String, serde_json::Value>, BaselineError> {
+    let err = |problem: String| BaselineError { file: file.to_string(), problem };
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
+    let caps = v
+        .get("captures")
+        .and_then(|c| c.as_array())
+        .ok_or_else(|| err("captures: missing (expected the output of `salvage replay --json`)".into()))?;
+    let mut out = BTreeMap::new();
+    for (i, c) in caps.iter().enumerate() {
+        let id =
+            c.get("id").and_then(|x| x.as_str()).ok_or_else(|| err(format!("captures[{i}].id: missing")))?;
+        out.insert(id.to_string(), c.clone());
+    }
+    Ok(out)
+}
+
+fn up_by(before: u64, after: u64, pct: f64) -> bool {
+    after > before && (after - before) as f64 > before as f64 * pct / 100.0
+}
+
+/// Compares this run's reports with the baseline's entries.
+pub fn compare(
+    current: &[CaptureReport],
+    baseline: &BTreeMap<String, serde_json::Value>,
+    threshold_percent: f64,
+) -> Comparison {
+    let mut c = Comparison { threshold_percent, ..Comparison::default() };
+    for r in current {
+        let Some(prev) = baseline.get(&r.id).and_then(|v| serde_json::from_value::<Prev>(v.clone()).ok())
+        else {
+            c.new.push(r.id.clone());
+            continue;
+        };
+        let mut flag =
+            |what: &str, before: serde_json::Value, after: serde_json::Value, detail: String, worse: bool| {
+                let ch = Change { id: r.id.clone(), what: what.into(), before, after, detail };
+                if worse {
+                    c.regressions.push(ch);
+                } else {
+                    c.improvements.push(ch);
+                }
+            };
+        let outcome = r.outcome.as_str();
+        if prev.outcome != outcome {
+            flag(
+                "outcome",
+                prev.outcome.clone().into(),
+                outcome.into(),
+                format!("outcome {} → {outcome}", prev.outcome),
+                true,
+            );
+        }
+        let prev_passed = prev.checks.iter().all(|k| k.ok) && prev.expect_met != Some(false);
+        if prev_passed != r.passed() {
+            flag(
+                "passed",
+                prev_passed.into(),
+                r.passed().into(),
+                if r.passed() { "now passes".into() } else { "passed, now fails".into() },
+                prev_passed,
+            );
+        }
+        let attempts = u64::from(r.attempts);
+        if attempts != prev.attempts {
+            flag(
+                "attempts",
+                prev.attempts.into(),
+                attempts.into(),
+                format!("recovery attempts {} → {attempts}", prev.attempts),
+                attempts > prev.attempts,
+            );
+        }
+        // The accepted (last) request, only when both runs got one accepted.
+        let accepted = |o: &str| o == "recovered" || o == "no_failure";
+        if accepted(&prev.outcome) && accepted(outcome) {
+            let pairs: [(&str, Option<u64>, Option<u64>); 3] = [
+                ("bytes", prev.request_bytes.last().copied(), r.request_bytes.last().copied()),
+                (
+                    "estimated_tokens",
+                    prev.estimated_tokens.last().copied(),
+                    r.estimated_tokens.last().copied(),
+                ),
+                (
+                    "real_tokens",
+                    prev.real_tokens.last().copied().flatten(),
+                    r.real_tokens.last().copied().flatten(),
+                ),
+            ];
+            for (what, b, a) in pairs {
+                let (Some(b), Some(a)) = (b, a) else { continue };
+                if up_by(b, a, threshold_percent) {
+                    flag(
+                        what,
+                        b.into(),
+                        a.into(),
+                        format!("accepted request {what} {b} → {a} (over +{threshold_percent}%)"),
+                        true,
+                    );
+                } else if up_by(a, b, threshold_percent) {
+                    flag(what, b.into(), a.into(), format!("accepted request {what} {b} → {a}"), false);
+                }
+            }
+        }
+    }
+    let ids: std::collections::BTreeSet<&str> = current.iter().map(|r| r.id.as_str()).collect();
+    c.missing = baseline.keys().filter(|k| !ids.contains(k.as_str())).cloned().collect();
+    c
+}
