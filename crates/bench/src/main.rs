@@ -6,6 +6,7 @@ mod harness;
 mod journal;
 mod ladder;
 mod peer;
+mod proxy;
 mod replay;
 mod scaling;
 
@@ -31,6 +32,9 @@ struct Args {
     /// Internal: the child process of the peak-memory workload.
     #[arg(long, hide = true)]
     child_peak: Option<std::path::PathBuf>,
+    /// Internal: the child process of the proxy memory workload.
+    #[arg(long, hide = true)]
+    child_proxy_memory: bool,
 }
 
 /// One measured target.
@@ -101,6 +105,9 @@ fn main() -> anyhow::Result<()> {
     if let Some(f) = &args.peer {
         return peer::run(f);
     }
+    if args.child_proxy_memory {
+        return proxy::child_memory();
+    }
     if let Some(f) = &args.child_peak {
         return replay::child_peak(f);
     }
@@ -121,6 +128,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wanted("pipeline") || wanted("compaction") {
         rows.extend(ladder::pipeline(&plan)?);
+    }
+    if wanted("proxy") {
+        rows.extend(proxy::run(&plan)?);
     }
     if wanted("scaling") {
         rows.extend(scaling::run(&plan)?);

@@ -56,6 +56,8 @@ enum Command {
     Completions(commands::completions::Args),
     /// Print the man page (roff), generated from these definitions.
     Man(commands::completions::ManArgs),
+    /// Record (and with --recover, recover) any client's sessions live: a reverse proxy to the provider.
+    Proxy(Box<commands::proxy::Args>),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
         Command::Report(a) => commands::report::run(a, &mut out),
         Command::Completions(a) => commands::completions::run(a, Cli::command(), &mut out),
         Command::Man(a) => commands::completions::man(a, Cli::command(), &mut out),
+        Command::Proxy(a) => commands::proxy::run(*a, &env, &mut out),
     };
     exit::finish(result, &mut out)
 }

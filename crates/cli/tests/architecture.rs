@@ -31,18 +31,16 @@ const ARROWS: &[(&str, &[&str])] = &[
     ("salvage-adapters", &["salvage-recovery", "salvage-ccr"]),
     // replay → wire (extra): attempt 0 is sized and rebuilt in the capture's own wire format.
     ("salvage-replay", &["salvage-recovery", "salvage-journal", "salvage-ccr", "salvage-wire"]),
-    // Extra: proxy stands beside replay: a live driver of the same sans-IO turn, so it reaches what
-    // replay reaches plus the real I/O of adapters.
-    (
-        "salvage-proxy",
-        &["salvage-recovery", "salvage-journal", "salvage-ccr", "salvage-wire", "salvage-adapters"],
-    ),
+    // Extra: proxy is a live driver of the same sans-IO turn; it uses replay's model of a
+    // capture's request size so that the captures it writes replay with fidelity.
+    ("salvage-proxy", &["salvage-replay", "salvage-adapters"]),
     // cli → wire (extra): `import` and `journal export`/`journal import` read and write bodies.
     // cli → adapters (extra): the summarizers `--summarizer cmd:`/`mcp:` plugs into replay and apply.
     // cli → proxy (extra): `salvage proxy`.
     ("salvage-cli", &["salvage-replay", "salvage-proxy", "salvage-wire", "salvage-adapters"]),
-    // The benchmark binary measures the library crates under replay, as the cli uses them.
-    ("salvage-bench", &["salvage-replay"]),
+    // The benchmark binary measures the library crates under replay and the proxy, as the cli
+    // uses them.
+    ("salvage-bench", &["salvage-replay", "salvage-proxy"]),
 ];
 
 /// The salvage crates `name` may depend on: the transitive closure of its arrows, or `None` when

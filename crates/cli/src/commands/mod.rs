@@ -11,6 +11,7 @@ pub mod journal;
 pub mod journal_delete;
 pub mod journal_diff;
 pub mod journal_points;
+pub mod proxy;
 pub mod recall;
 pub mod replay;
 pub mod report;

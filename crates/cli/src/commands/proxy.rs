@@ -1,0 +1,145 @@
+//! `salvage proxy`: record (and with `--recover`, recover) the sessions of any client live.
+
+use crate::db::DbArgs;
+use crate::exit::{Failure, Outcome};
+use crate::output::Output;
+use salvage_journal::Journal;
+use salvage_proxy::record::{Writer, WriterOptions, Written};
+use salvage_proxy::route::Api;
+use salvage_proxy::{Options, Proxy};
+use salvage_store::Options as StoreOptions;
+use salvage_types::config::SETTING_NAMES;
+use salvage_types::Config;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Arguments of `salvage proxy`.
+#[derive(clap::Args)]
+#[command(after_help = "Point a client at the proxy with one environment variable:\n  \
+ANTHROPIC_BASE_URL=http://127.0.0.1:8787      Claude Code and the Anthropic SDKs\n  \
+OPENAI_BASE_URL=http://127.0.0.1:8787/v1      Codex and the OpenAI SDKs\n\n\
+Example:\n  salvage proxy --upstream https://api.anthropic.com --captures .salvage/captures --recover\n\n\
+Every turn is journaled (salvage journal sessions); every failure is written to --captures as a\n\
+salvage.capture/1 file that `salvage replay FILE` reproduces. Credentials are never recorded.")]
+pub struct Args {
+    /// Address to listen on (loopback by default; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
+    listen: String,
+    /// The provider's base URL (`https://api.anthropic.com`, `https://api.openai.com`, a gateway…).
+    #[arg(long, value_name = "URL")]
+    upstream: String,
+    /// The API of every request (default: from the path: /v1/messages, /v1/chat/completions,
+    /// /v1/responses).
+    #[arg(long, value_parser = ["anthropic", "openai", "openai-responses"])]
+    provider: Option<String>,
+    /// Write a redacted, ready-to-replay capture of every failure into this folder.
+    #[arg(long, value_name = "DIR")]
+    captures: Option<PathBuf>,
+    /// On a recoverable failure (overflow, body cap, WAF, reset on a large body) compact with the
+    /// recovery ladder and retry, so the client gets an answer (CHATCLI_MAX_RECOVERY_ATTEMPTS bounds it).
+    #[arg(long)]
+    recover: bool,
+    /// Also trust the certificates of this PEM file for an HTTPS upstream (besides the bundled roots).
+    #[arg(long, value_name = "FILE")]
+    upstream_ca: Option<PathBuf>,
+    /// Relay only: journal nothing (captures are still written when --captures is given).
+    #[arg(long)]
+    no_journal: bool,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+/// Runs the command until interrupted (SIGINT or SIGTERM), then finishes journaling.
+pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
+    let upstream: salvage_proxy::server::Uri =
+        args.upstream.parse().map_err(|e| Failure::Input(format!("--upstream {}: {e}", args.upstream)))?;
+    let api = args.provider.as_deref().and_then(Api::parse);
+    let extra_roots = match &args.upstream_ca {
+        None => Vec::new(),
+        Some(p) => {
+            let pem =
+                std::fs::read(p).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", p.display())))?;
+            salvage_proxy::server::read_pem_certificates(&pem)
+                .map_err(|e| Failure::Input(format!("{}: {e}", p.display())))?
+        }
+    };
+    let listen: std::net::SocketAddr =
+        args.listen.parse().map_err(|e| Failure::Input(format!("--listen {}: {e}", args.listen)))?;
+    let settings: BTreeMap<String, String> = env
+        .iter()
+        .filter(|(k, _)| SETTING_NAMES.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let config = Config::from_env(&settings);
+    let settings_for_engine = settings.clone();
+    if let Some(dir) = &args.captures {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::Input(format!("{}: cannot create: {e}", dir.display())))?;
+    }
+    let writer = if args.no_journal && args.captures.is_none() {
+        None
+    } else {
+        let journal = if args.no_journal {
+            Journal::in_memory().map_err(Failure::input)?
+        } else {
+            Journal::open(&args.db.db, &StoreOptions::default()).map_err(Failure::input)?
+        };
+        let report = Box::new(|w: Written| match w {
+            Written::Turn { session, capture: Some(c) } => {
+                eprintln!("salvage proxy: {session}: failure captured in {}", c.display())
+            }
+            Written::Turn { .. } => {}
+            Written::Failed(e) => eprintln!("salvage proxy: journal: {e}"),
+        });
+        let options = WriterOptions { captures: args.captures.clone(), settings };
+        Some(
+            Writer::start(journal, options, report)
+                .map_err(|e| Failure::Problem(format!("journal writer: {e}")))?,
+        )
+    };
+    let options = Options {
+        upstream,
+        api,
+        recover: args.recover,
+        config,
+        extra_roots,
+        max_request_bytes: 256 * 1024 * 1024,
+        settings: settings_for_engine,
+    };
+    let proxy = Proxy::new(options, writer, Box::new(|line: &str| eprintln!("salvage proxy: {line}")))
+        .map_err(Failure::input)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Problem(format!("runtime: {e}")))?;
+    let served = proxy.clone();
+    let result: Result<(), Failure> = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| Failure::Input(format!("--listen {listen}: {e}")))?;
+        let local = listener.local_addr().map_err(|e| Failure::Problem(e.to_string()))?;
+        out.line(&format!("listening on http://{local} -> {}", args.upstream))?;
+        out.flush()?;
+        eprintln!(
+            "salvage proxy: journal {}; captures {}; recovery {}",
+            if args.no_journal { "off".to_string() } else { args.db.db.display().to_string() },
+            args.captures.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "off".into()),
+            if args.recover { "on" } else { "off" }
+        );
+        #[cfg(unix)]
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| Failure::Problem(format!("signal: {e}")))?;
+        #[cfg(unix)]
+        let terminated = term.recv();
+        #[cfg(not(unix))]
+        let terminated = std::future::pending::<Option<()>>();
+        tokio::select! {
+            r = served.serve(listener) => r.map_err(|e| Failure::Problem(e.to_string())),
+            _ = tokio::signal::ctrl_c() => Ok(()),
+            _ = terminated => Ok(()),
+        }
+    });
+    proxy.flush();
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    result
+}

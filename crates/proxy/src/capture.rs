@@ -1,0 +1,204 @@
+//! The capture of a live failure: the request as the client sent it (as a history plus its other
+//! fields and size), the failure as the upstream answered, and an `upstream` inferred from the
+//! rejection, so that `salvage replay` reproduces it. Redacted like `salvage import`.
+
+use crate::route::Api;
+use salvage_types::capture::{
+    Capture, ClientInfo, Failure, Gateway, ModelSpec, OverflowStyle, RejectStyle, Request, Upstream,
+    CAPTURE_FORMAT,
+};
+use salvage_types::{ErrorClass, Message};
+use std::collections::BTreeMap;
+
+/// What a capture is built from (the writer thread builds it, off the request path).
+#[derive(Debug, Clone)]
+pub struct CaptureInput {
+    /// The API.
+    pub api: Api,
+    /// The client (from its user agent).
+    pub client: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// The history as sent.
+    pub history: Vec<Message>,
+    /// The request besides its messages, as imported (size as sent, other fields).
+    pub request: Request,
+    /// The body's size as sent.
+    pub bytes: u64,
+    /// The failure as seen.
+    pub failure: Failure,
+    /// Its class.
+    pub class: ErrorClass,
+    /// Where it was sent (for the title).
+    pub upstream: String,
+}
+
+/// A size the upstream reported in its rejection (`… 1234567 bytes …`, `request size: N`).
+pub fn reported_size(text: &str) -> Option<u64> {
+    let lower = text.to_ascii_lowercase();
+    if !["request", "body", "payload"].iter().any(|w| lower.contains(w)) {
+        return None;
+    }
+    let words: Vec<&str> =
+        lower.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')').collect();
+    for (i, w) in words.iter().enumerate() {
+        let digits = w.trim_matches(|c: char| !c.is_ascii_digit());
+        if digits.is_empty() || !w.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let after = words.get(i + 1).copied().unwrap_or("");
+        if after.starts_with("bytes") || after == "b" {
+            return digits.parse().ok();
+        }
+    }
+    None
+}
+
+/// `(tokens, window)` from an overflow message: Anthropic `prompt is too long: N tokens > M
+/// maximum`, OpenAI `maximum context length is M tokens … resulted in N tokens`.
+pub fn overflow_numbers(text: &str) -> Option<(u64, u64)> {
+    let nums = |s: &str| -> Vec<u64> {
+        s.split(|c: char| !c.is_ascii_digit())
+            .filter(|d| !d.is_empty())
+            .filter_map(|d| d.parse().ok())
+            .collect()
+    };
+    if let Some(i) = text.find("prompt is too long") {
+        let n = nums(&text[i..]);
+        if n.len() >= 2 {
+            return Some((n[0], n[1]));
+        }
+    }
+    if let Some(i) = text.find("maximum context length is") {
+        let n = nums(&text[i..]);
+        if n.len() >= 2 {
+            return Some((n[1], n[0]));
+        }
+    }
+    None
+}
+
+fn gateway_style(failure: &Failure, class: ErrorClass) -> Option<RejectStyle> {
+    let lower = failure.message.to_ascii_lowercase();
+    match (failure.status, class) {
+        (Some(413), _) if class != ErrorClass::ContextOverflow => Some(RejectStyle::Http413),
+        (Some(431), _) => Some(RejectStyle::Http431),
+        (Some(403), ErrorClass::WafRejection) => {
+            if lower.contains("<html") || lower.contains("<!doctype") {
+                Some(RejectStyle::WafHtml403)
+            } else {
+                Some(RejectStyle::Waf403)
+            }
+        }
+        (None, _) => {
+            let t = failure.transport.as_deref().unwrap_or(&failure.message).to_ascii_lowercase();
+            if t.contains("reset") {
+                Some(RejectStyle::ConnectionReset)
+            } else if t.contains("eof") || t.contains("closed") || t.contains("incomplete") {
+                Some(RejectStyle::Eof)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Builds the capture (redacted).
+pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String, String>) -> Capture {
+    let mut capture = Capture {
+        format: CAPTURE_FORMAT.to_string(),
+        id: id.to_string(),
+        title: None,
+        client: input.client.as_ref().map(|c| ClientInfo { name: c.clone(), surface: None }),
+        provider: Some(input.api.provider().to_string()),
+        model: input.model.clone(),
+        settings: settings.clone(),
+        request: Some(input.request.clone()),
+        history: input.history.clone(),
+        failure: input.failure.clone(),
+        upstream: Upstream::default(),
+        recorded: Default::default(),
+        expect: None,
+    };
+    let mut notes = Vec::new();
+    // A replay weighs attempt 0 as the body rebuilt from the capture's request and history: the
+    // body as sent (the importers are lossless), `request.bytes`.
+    let rebuilt = capture
+        .request
+        .as_ref()
+        .map(|r| salvage_wire::request_bytes(r, &input.history))
+        .unwrap_or(input.bytes);
+    if rebuilt != input.bytes {
+        notes.push(format!("the body as sent was {} bytes, {rebuilt} as rebuilt", input.bytes));
+    }
+    if let Some(style) = gateway_style(&input.failure, input.class) {
+        // The tightest cap consistent with what was seen: the reported size − 1, else the body's
+        // size − 1 (as a replay weighs it, when that is smaller than the bytes as sent).
+        let max = match input.failure.rejected_request_bytes {
+            Some(r) => r.saturating_sub(1),
+            None => input.bytes.min(rebuilt).saturating_sub(1),
+        };
+        notes.push(format!("gateway {} at {max} bytes", style.as_str()));
+        capture.upstream.gateway = Some(Gateway {
+            max_body_bytes: Some(max),
+            rejects_with: style,
+            reports_request_size: input.failure.rejected_request_bytes.is_some(),
+        });
+    }
+    if input.class == ErrorClass::ContextOverflow {
+        let style = match input.api {
+            Api::AnthropicMessages => OverflowStyle::Anthropic,
+            Api::OpenaiChat | Api::OpenaiResponses => OverflowStyle::Openai,
+        };
+        // The simulation counts with its own tokenizer: the window keeps the excess the provider
+        // reported (counted/window), so the replay overflows as the provider did.
+        let counted = salvage_replay::upstream::count_tokens(&input.history);
+        let window = match overflow_numbers(&input.failure.message) {
+            Some((_, m)) if counted > m => m,
+            Some((n, m)) if n > 0 => u64::try_from(u128::from(counted) * u128::from(m) / u128::from(n))
+                .unwrap_or(m)
+                .min(counted.saturating_sub(1)),
+            _ => counted.saturating_sub(1),
+        }
+        .max(1);
+        notes.push(format!("context window {window} tokens ({})", style.as_str()));
+        capture.upstream.model = Some(ModelSpec {
+            context_window_tokens: Some(window),
+            overflow_style: Some(style),
+            max_output_tokens: None,
+        });
+    }
+    let what = match (input.failure.status, &input.failure.transport) {
+        (Some(s), _) => format!("HTTP {s}"),
+        (None, Some(t)) => t.clone(),
+        (None, None) => "failure".into(),
+    };
+    capture.title = Some(format!(
+        "Recorded by salvage proxy: {what} from {} ({}){}",
+        input.upstream,
+        input.class,
+        if notes.is_empty() { String::new() } else { format!("; replayed with {}", notes.join(", ")) }
+    ));
+    salvage_wire::redact::redact_capture(&mut capture);
+    capture
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_overflow_numbers() {
+        assert_eq!(reported_size("request body of 129434 bytes exceeds the limit"), Some(129434));
+        assert_eq!(reported_size("413 Payload Too Large"), None);
+        assert_eq!(
+            overflow_numbers("prompt is too long: 241300 tokens > 200000 maximum"),
+            Some((241300, 200000))
+        );
+        assert_eq!(
+            overflow_numbers("This model's maximum context length is 128000 tokens. However, your messages resulted in 130001 tokens."),
+            Some((130001, 128000))
+        );
+    }
+}
