@@ -16,20 +16,51 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
-    /// Opens (creating) the database.
-    pub fn open(&self) -> Result<Store, Failure> {
-        Store::open(&self.db, &Options::default()).map_err(Failure::input)
-    }
-
-    /// Opens an existing database, refusing to create one (for read-only commands).
-    pub fn open_existing(&self) -> Result<Store, Failure> {
-        if !self.db.exists() {
+    /// The path, refused when it is not a plain file path: `--db` never takes an SQLite URI
+    /// (`file:…`), `:memory:` or an empty name, which SQLite would read differently from the file
+    /// system.
+    fn path(&self) -> Result<&std::path::Path, Failure> {
+        let text = self.db.to_string_lossy();
+        if text.is_empty() {
+            return Err(Failure::Input("--db: the path is empty".into()));
+        }
+        if text == ":memory:" || text.starts_with("file:") {
             return Err(Failure::Input(format!(
-                "{}: no such database (pass --db PATH or set SALVAGE_DB)",
-                self.db.display()
+                "--db: {}: a file path is expected, not an SQLite URI or name (write ./{} for a file of that name; --no-journal for an in-memory run)",
+                crate::terminal::escape(&text),
+                crate::terminal::escape(&text)
             )));
         }
-        self.open()
+        Ok(&self.db)
+    }
+
+    /// Opens (creating) the database.
+    pub fn open(&self) -> Result<Store, Failure> {
+        Store::open(self.path()?, &Options::default()).map_err(Failure::input)
+    }
+
+    fn require_existing(&self) -> Result<&std::path::Path, Failure> {
+        let path = self.path()?;
+        if !path.exists() {
+            return Err(Failure::Input(format!(
+                "{}: no such database (pass --db PATH or set SALVAGE_DB)",
+                crate::terminal::escape(&path.display().to_string())
+            )));
+        }
+        Ok(path)
+    }
+
+    /// Opens an existing database for writing, refusing to create one.
+    pub fn open_existing(&self) -> Result<Store, Failure> {
+        let path = self.require_existing()?;
+        Store::open(path, &Options { create: false, ..Options::default() }).map_err(Failure::input)
+    }
+
+    /// Opens an existing database for reading only: the file is not changed (no journal-mode
+    /// switch, no identity stamp), and a file the user cannot write is still readable.
+    pub fn open_read(&self) -> Result<Store, Failure> {
+        let path = self.require_existing()?;
+        Store::open(path, &Options::read_only()).map_err(Failure::input)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::upstream::{Answer, Rejection, Simulated};
 use chrono::{DateTime, Duration, Utc};
-use salvage_ccr::{Ccr, Clock};
+use salvage_ccr::Ccr;
 use salvage_journal::{HistoryChange, Journal, JournalError, NewEvent};
 use salvage_recovery::archive::{Archive, Archiver, MemoryArchive};
 use salvage_recovery::budget::{budget, model_info, needs_compaction, Calibration, Surface, CHARS_PER_TOKEN};
@@ -102,13 +102,6 @@ pub struct Options<'a> {
     pub rung3_keep: usize,
 }
 
-struct FixedClock(i64);
-impl Clock for FixedClock {
-    fn now_ms(&self) -> i64 {
-        self.0
-    }
-}
-
 struct Driver<'j> {
     journal: &'j mut Journal,
     session: String,
@@ -128,7 +121,10 @@ impl Driver<'_> {
 
     /// Moves blobs archived in memory into CCR (the journal's file), returning their keys.
     fn flush(&mut self, keys: &[CcrKey]) -> Result<Vec<CcrKey>, ReplayError> {
-        let clock = FixedClock(self.start.timestamp_millis());
+        // The archive's times are wall-clock times of the write, not the replay's injected
+        // clock: retention (`ccr gc` in another process) measures each blob's grace period from
+        // them, so a blob written late in a long replay is not already past its grace.
+        let clock = salvage_ccr::SystemClock;
         let ccr = Ccr::new(self.journal.conn(), &clock);
         let mut out = Vec::new();
         for k in keys {
@@ -285,7 +281,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
     )
     .with_history(HistoryChange::Append(capture.history.clone()));
     let title = capture.title.clone().unwrap_or_else(|| capture.id.clone());
-    d.version = d.journal.start_session(&d.session, &title, first)?.seq;
+    d.version = d.journal.start_session_from(&d.session, &title, Some(&capture.id), first)?.seq;
 
     let limits =
         Limits { per_result: config.tool_result_max_chars, per_turn: config.tool_result_budget_chars };

@@ -40,6 +40,8 @@ pub enum Source {
 /// Imports bytes of the given shape; `file` names the source in errors.
 pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, CaptureError> {
     let value = parse_json(bytes, file)?;
+    let (_, used) = salvage_types::input::json_shape(bytes, usize::MAX);
+    VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(bytes.len()).saturating_sub(used)));
     let cx = Cx { file };
     match source {
         Source::Openai => openai::import(&cx, &value),
@@ -120,11 +122,26 @@ pub(crate) fn kind(v: &Value) -> &'static str {
 }
 
 /// Parses tool-call arguments given as a JSON string; a string that is not JSON is kept as a string.
+///
+/// Values are built only within the import's budget ([`salvage_types::input::max_values`] of the
+/// whole file, shared by every call's arguments): arguments past it (a JSON bomb of small objects
+/// inside a string) are kept as their text, which costs what the file does.
 pub(crate) fn parse_arguments(text: &str) -> Value {
     if text.trim().is_empty() {
         return Value::Object(serde_json::Map::new());
     }
+    let left = VALUE_BUDGET.with(|b| b.get());
+    let (depth, values) = salvage_types::input::json_shape(text.as_bytes(), left);
+    if values > left || depth > salvage_types::input::MAX_DEPTH {
+        return Value::String(text.to_string());
+    }
+    VALUE_BUDGET.with(|b| b.set(left - values));
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+thread_local! {
+    /// JSON values the current import may still build from argument strings.
+    static VALUE_BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
 }
 
 /// Splits a `data:` URL into media type and base64 data.

@@ -3,6 +3,7 @@
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::{table, write_atomic, Output};
+use crate::terminal::escape;
 use salvage_replay::corpus::{discover, load_all_with, run_all, CaptureReport, Target};
 use salvage_types::format_bytes;
 use serde_json::json;
@@ -77,6 +78,7 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
         if tty {
             let width = 30;
             let filled = n * width / total.max(1);
+            let id = crate::terminal::escape(id);
             eprint!("\r[{}{}] {n}/{total} {id:<40.40}", "#".repeat(filled), " ".repeat(width - filled));
             let _ = std::io::stderr().flush();
         }
@@ -153,9 +155,9 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
         }
         out.put(&table(&rows))?;
         for r in reports.iter().filter(|r| !r.passed()) {
-            out.line(&format!("\n{} ({}):", r.id, r.file))?;
+            out.line(&format!("\n{} ({}):", escape(&r.id), escape(&r.file)))?;
             for f in failed_checks(r) {
-                out.line(&format!("  ✖ {f}"))?;
+                out.line(&format!("  ✖ {}", escape(&f)))?;
             }
         }
         out.line(&format!(
@@ -163,7 +165,7 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
             reports.len(),
             reports.len() - passed,
             match &target {
-                Target::File(p) => format!(" — journaled in {}", p.display()),
+                Target::File(p) => format!(" — journaled in {}", escape(&p.display().to_string())),
                 Target::Memory => " — not journaled (--no-journal)".to_string(),
             }
         ))?;
