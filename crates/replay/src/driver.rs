@@ -400,13 +400,18 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
         }
         let cpt = if calibration.samples > 0 { calibration.chars_per_token } else { CHARS_PER_TOKEN };
         // 4-5. Pairing repair and the tool-result budget on the outgoing copy.
-        let (outgoing, _) = pairing::repair(&d.run.history);
+        // A history that needs no repair is not copied for it (a copy of a 60 MB history is
+        // 60 MB of peak memory).
+        let repaired =
+            if pairing::is_valid(&d.run.history) { None } else { Some(pairing::repair(&d.run.history).0) };
         let lim = if session.tool_budget_halved { limits.halved() } else { limits };
         let (outgoing, keys) = {
             let mut a = Archiver::new(Some(&mut d.mem as &mut dyn Archive));
-            let (h, _) = tool_budget::apply(&outgoing, lim, &mut a).map_err(|e| ReplayError::Archive(e.0))?;
+            let (h, _) = tool_budget::apply(repaired.as_deref().unwrap_or(&d.run.history), lim, &mut a)
+                .map_err(|e| ReplayError::Archive(e.0))?;
             (h, a.keys)
         };
+        drop(repaired);
         d.flush(&keys)?;
         let bytes = body_bytes(capture, &outgoing, max_tokens, edits_on);
         // 6. Send.
