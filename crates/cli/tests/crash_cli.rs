@@ -36,9 +36,10 @@ impl Rng {
 #[test]
 fn sigkill_during_a_parallel_corpus_replay_leaves_every_session_restorable() {
     let kills: usize = std::env::var("SALVAGE_REPLAY_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
-    let seed: u64 = std::env::var("SALVAGE_REPLAY_KILL_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(
-        || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1,
-    );
+    let seed: u64 =
+        std::env::var("SALVAGE_REPLAY_KILL_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+        });
     eprintln!("kill moments seeded with SALVAGE_REPLAY_KILL_SEED={seed}");
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().unwrap();

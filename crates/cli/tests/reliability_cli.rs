@@ -108,7 +108,8 @@ fn ccr_grace_runs_from_each_blobs_write_not_the_replays_start() {
     let mut gcs = 0;
     while replay.try_wait().unwrap().is_none() {
         if dir.path().join("g.db").exists() {
-            let o = salvage(dir.path(), &["ccr", "gc", "--max-bytes", "1B", "--grace-secs", "1", "--db", "g.db"]);
+            let o =
+                salvage(dir.path(), &["ccr", "gc", "--max-bytes", "1B", "--grace-secs", "1", "--db", "g.db"]);
             assert!(o.status.code() != Some(2), "{}", text(&o));
             gcs += 1;
         }
@@ -120,8 +121,11 @@ fn ccr_grace_runs_from_each_blobs_write_not_the_replays_start() {
     assert!(o.status.success(), "{}", text(&o));
     // Blobs carry the wall-clock time of their own write, not the run's start.
     let conn = rusqlite::Connection::open(dir.path().join("g.db")).unwrap();
-    let (min, max): (i64, i64) =
-        conn.query_row("SELECT min(created_at), max(created_at) FROM ccr_blobs", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    let (min, max): (i64, i64) = conn
+        .query_row("SELECT min(created_at), max(created_at) FROM ccr_blobs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
     assert!(min >= started - 1000, "created_at {min} is before the run started ({started})");
     assert!(max > min, "every blob has the same write time {min}: the replay's start, not each write");
     eprintln!("{gcs} concurrent gc runs");
@@ -193,7 +197,10 @@ fn a_foreign_or_newer_database_is_refused_before_any_write() {
         assert_eq!(after[0], before[0], "{args:?} changed the database file");
         // A reader may leave an empty log where there was none; nothing is written into it.
         let empty = |w: &Option<Vec<u8>>| w.as_ref().is_none_or(|b| b.is_empty());
-        assert!(after[1] == before[1] || (empty(&after[1].1) && empty(&before[1].1)), "{args:?} changed the write-ahead log");
+        assert!(
+            after[1] == before[1] || (empty(&after[1].1) && empty(&before[1].1)),
+            "{args:?} changed the write-ahead log"
+        );
     }
 }
 
@@ -203,7 +210,8 @@ struct ReadOnly(PathBuf, bool);
 impl ReadOnly {
     fn new(p: &Path) -> ReadOnly {
         let root = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
-        let immutable = root && Command::new("chattr").arg("+i").arg(p).status().map(|s| s.success()).unwrap_or(false);
+        let immutable =
+            root && Command::new("chattr").arg("+i").arg(p).status().map(|s| s.success()).unwrap_or(false);
         if !immutable {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o444)).unwrap();
@@ -231,7 +239,8 @@ fn a_read_only_database_is_verified_and_db_paths_are_literal() {
         .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap();
     let guard = ReadOnly::new(&dir.path().join("ro.db"));
-    let expected_write_error = std::fs::OpenOptions::new().append(true).open(dir.path().join("ro.db")).is_err();
+    let expected_write_error =
+        std::fs::OpenOptions::new().append(true).open(dir.path().join("ro.db")).is_err();
     for args in [vec!["journal", "verify"], vec!["journal", "sessions"], vec!["ccr", "verify"]] {
         let mut args = args.clone();
         args.extend(["--db", "ro.db"]);
@@ -272,11 +281,13 @@ fn journal_redact_and_ccr_redact_leave_no_secret_bytes_in_the_file() {
         j.start_session(
             "s1",
             "redaction",
-            NewEvent::new("e1", ts(0), EventBody::MessageAppended { count: 3 }).with_history(HistoryChange::Append(vec![
-                Message::system("S"),
-                Message::user(inline),
-                Message::user(keyed),
-            ])),
+            NewEvent::new("e1", ts(0), EventBody::MessageAppended { count: 3 }).with_history(
+                HistoryChange::Append(vec![
+                    Message::system("S"),
+                    Message::user(inline),
+                    Message::user(keyed),
+                ]),
+            ),
         )
         .unwrap();
         j.append(
@@ -293,7 +304,8 @@ fn journal_redact_and_ccr_redact_leave_no_secret_bytes_in_the_file() {
     let o = salvage(dir.path(), &["journal", "redact", "s1", "--at", "1", "--index", "1", "--db", d]);
     assert!(o.status.success(), "{}", text(&o));
     // By hash (a prefix), the rules replace only the key.
-    let export = salvage(dir.path(), &["journal", "export", "s1", "--format", "jsonl", "--no-redact", "--db", d]);
+    let export =
+        salvage(dir.path(), &["journal", "export", "s1", "--format", "jsonl", "--no-redact", "--db", d]);
     let first: serde_json::Value =
         serde_json::from_str(String::from_utf8_lossy(&export.stdout).lines().next().unwrap()).unwrap();
     let hash = first["delta"]["insert"][2].as_str().unwrap()[..12].to_string();
@@ -305,7 +317,10 @@ fn journal_redact_and_ccr_redact_leave_no_secret_bytes_in_the_file() {
     let o = salvage(dir.path(), &["journal", "verify", "--db", d]);
     assert!(o.status.success(), "the chain verifies after redaction: {}", text(&o));
     let show = text(&salvage(dir.path(), &["journal", "show", "s1", "--db", d]));
-    assert!(show.contains("[REDACTED:message:") && show.contains("deploy with [REDACTED:aws_access_key:"), "{show}");
+    assert!(
+        show.contains("[REDACTED:message:") && show.contains("deploy with [REDACTED:aws_access_key:"),
+        "{show}"
+    );
     let log = text(&salvage(dir.path(), &["journal", "log", "s1", "--db", d]));
     assert_eq!(log.lines().filter(|l| l.contains("redaction")).count(), 2, "{log}");
     // ccr redact: an incompressible blob stored raw, then redacted.
@@ -363,7 +378,8 @@ fn outputs_are_owner_only_under_any_umask_and_stale_temporaries_go() {
     std::fs::set_permissions(dir.path().join("mine.json"), std::fs::Permissions::from_mode(0o600)).unwrap();
     sh("\"$BIN\" replay mine.json --bless >/dev/null");
     assert_eq!(mode(&dir.path().join("mine.json")), 0o600, "--bless loosened the capture");
-    std::fs::set_permissions(dir.path().join("exported.json"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::fs::set_permissions(dir.path().join("exported.json"), std::fs::Permissions::from_mode(0o640))
+        .unwrap();
     sh(&format!("\"$BIN\" journal export '{id}' -o exported.json"));
     assert_eq!(mode(&dir.path().join("exported.json")), 0o640);
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
@@ -404,7 +420,10 @@ fn control_characters_never_reach_the_terminal_raw_and_hints_are_shell_quoted() 
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     // The undo hint is one shell word: pasted into a shell it names the session and runs nothing.
     let hint = out.split('`').nth(1).unwrap();
-    assert!(hint.starts_with("salvage journal rewind $'evil\\x1b]0;owned\\x07\\x0d$(touch pwned)\\'x@"), "{hint}");
+    assert!(
+        hint.starts_with("salvage journal rewind $'evil\\x1b]0;owned\\x07\\x0d$(touch pwned)\\'x@"),
+        "{hint}"
+    );
     let o = salvage(dir.path(), &["journal", "show", "no\u{1b}[2Jsuch", "--db", "e.db"]);
     assert_eq!(o.status.code(), Some(2));
     clean("an error", &raw(&o));

@@ -76,10 +76,18 @@ fn planted() -> Vec<(&'static str, String, String)> {
     tok!("npm_token", "npm_", g.a(36));
     tok!("pypi_token", "pypi-AgEIcHlwaS5vcmc", g.a(60));
     tok!("slack_bot_token", "xoxb-", format!("{}-{}-{}", g.s(12, DIGITS), g.s(12, DIGITS), g.a(24)));
-    tok!("slack_user_token", "xoxp-", format!("{}-{}-{}-{}", g.s(12, DIGITS), g.s(12, DIGITS), g.s(12, DIGITS), g.s(32, HEX)));
+    tok!(
+        "slack_user_token",
+        "xoxp-",
+        format!("{}-{}-{}-{}", g.s(12, DIGITS), g.s(12, DIGITS), g.s(12, DIGITS), g.s(32, HEX))
+    );
     tok!("slack_app_token", "xapp-1-A", format!("{}-{}-{}", g.s(10, UPPER), g.s(13, DIGITS), g.s(64, HEX)));
     let hook = g.a(24);
-    add("slack_webhook", format!("post to https://hooks.slack.com/services/T{}/B{}/{hook}", g.s(8, UPPER), g.s(10, UPPER)), hook);
+    add(
+        "slack_webhook",
+        format!("post to https://hooks.slack.com/services/T{}/B{}/{hook}", g.s(8, UPPER), g.s(10, UPPER)),
+        hook,
+    );
     let dh = g.a(68);
     add("discord_webhook", format!("https://discord.com/api/webhooks/{}/{dh}", g.s(18, DIGITS)), dh);
     tok!("discord_bot_token", "M", format!("{}.{}.{}", g.a(23), g.a(6), g.a(27)));
@@ -96,7 +104,11 @@ fn planted() -> Vec<(&'static str, String, String)> {
     let aws_secret = format!("{}/{}+{}", g.a(13), g.a(13), g.a(12));
     add("aws_secret_key", format!("[default]\naws_secret_access_key = {aws_secret}\n"), aws_secret);
     let kid = g.s(40, HEX);
-    add("gcp_private_key_id", format!("{{\"type\": \"service_account\", \"private_key_id\": \"{kid}\"}}"), kid);
+    add(
+        "gcp_private_key_id",
+        format!("{{\"type\": \"service_account\", \"private_key_id\": \"{kid}\"}}"),
+        kid,
+    );
     let sa = g.a(64);
     add(
         "gcp_service_account_key",
@@ -106,7 +118,11 @@ fn planted() -> Vec<(&'static str, String, String)> {
     let az = g.a(86);
     add("azure_storage_key", format!("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={az}==;EndpointSuffix=core.windows.net"), az);
     let sig = g.a(43);
-    add("azure_sas_signature", format!("https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig={sig}%3D"), sig);
+    add(
+        "azure_sas_signature",
+        format!("https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig={sig}%3D"),
+        sig,
+    );
     tok!("digitalocean_token", "dop_v1_", g.s(64, HEX));
     tok!("databricks_token", "dapi", g.s(32, HEX));
     tok!("vault_token", "hvs.", g.a(90));
@@ -148,9 +164,17 @@ fn planted() -> Vec<(&'static str, String, String)> {
     let yaml = g.a(32);
     add("yaml_secret", format!("service:\n  name: billing\n  api_key: {yaml}\n"), yaml);
     let rsa = g.a(64);
-    add("private_key", format!("-----BEGIN RSA PRIVATE KEY-----\n{rsa}\n{}\n-----END RSA PRIVATE KEY-----", g.a(64)), rsa);
+    add(
+        "private_key",
+        format!("-----BEGIN RSA PRIVATE KEY-----\n{rsa}\n{}\n-----END RSA PRIVATE KEY-----", g.a(64)),
+        rsa,
+    );
     let noend = g.a(64);
-    add("private_key_without_end", format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{noend}\n{}", g.a(40)), noend);
+    add(
+        "private_key_without_end",
+        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{noend}\n{}", g.a(40)),
+        noend,
+    );
     let after = g.a(64);
     add(
         "private_key_after_a_mention",
@@ -211,19 +235,33 @@ fn planted_secrets_do_not_survive_import_journal_archive_and_export() {
     let o = salvage(
         d,
         &[
-            "import", "--from", "openai", "body.json", "--status", "413", "--gateway-max-bytes", "6000",
-            "--gateway-rejects-with", "http_413", "--title", &format!("deploy with {title_secret}"), "-o", "cap.json",
+            "import",
+            "--from",
+            "openai",
+            "body.json",
+            "--status",
+            "413",
+            "--gateway-max-bytes",
+            "6000",
+            "--gateway-rejects-with",
+            "http_413",
+            "--title",
+            &format!("deploy with {title_secret}"),
+            "-o",
+            "cap.json",
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = salvage(d, &["replay", "cap.json", "--db", "s.db"]);
     assert!(o.status.code() != Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     let list: serde_json::Value =
-        serde_json::from_slice(&salvage(d, &["journal", "sessions", "--json", "--db", "s.db"]).stdout).unwrap();
+        serde_json::from_slice(&salvage(d, &["journal", "sessions", "--json", "--db", "s.db"]).stdout)
+            .unwrap();
     let id = list["sessions"][0]["id"].as_str().unwrap().to_string();
     let o = salvage(d, &["journal", "export", &id, "-o", "export.json", "--db", "s.db"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = salvage(d, &["journal", "export", &id, "--format", "jsonl", "-o", "export.jsonl", "--db", "s.db"]);
+    let o =
+        salvage(d, &["journal", "export", &id, "--format", "jsonl", "-o", "export.jsonl", "--db", "s.db"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Every archived original, as recall returns it.
     let conn = rusqlite::Connection::open(d.join("s.db")).unwrap();

@@ -237,10 +237,7 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
     if n == 0 {
         return Ok((
             0,
-            bad(
-                0,
-                "the session has no events: it cannot be restored (its start was interrupted)".into(),
-            ),
+            bad(0, "the session has no events: it cannot be restored (its start was interrupted)".into()),
         ));
     }
     if u(head_seq) != expected_seq - 1 {

@@ -730,7 +730,8 @@ impl Journal {
     ) -> Result<Appended, JournalError> {
         let v = self.version(session)?;
         let cached = self.head.remove(session);
-        let (mut out, head) = self.append_tx(session, Some(v), vec![event], cached, Begin::Redact(redactions))?;
+        let (mut out, head) =
+            self.append_tx(session, Some(v), vec![event], cached, Begin::Redact(redactions))?;
         self.head.insert(session.to_string(), head);
         out.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
     }
@@ -789,7 +790,9 @@ impl Journal {
     pub fn sessions(&self) -> Result<Vec<SessionInfo>, JournalError> {
         let mut st = self
             .conn()
-            .prepare("SELECT id, title, head_seq, created_at, capture_id FROM sessions ORDER BY created_at, id")
+            .prepare(
+                "SELECT id, title, head_seq, created_at, capture_id FROM sessions ORDER BY created_at, id",
+            )
             .map_err(sql("sessions"))?;
         let rows = st
             .query_map([], |r| {

@@ -249,7 +249,9 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
             compaction: CompactionState::default(),
             caps: Vec::new(),
             notices: 0,
-            history: capture.history.clone(),
+            // Filled once the first event is journaled, so its copy of the history and this one
+            // are not both alive while the journal serializes it.
+            history: Vec::new(),
             messages: Vec::new(),
             task,
         },
@@ -282,6 +284,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
     .with_history(HistoryChange::Append(capture.history.clone()));
     let title = capture.title.clone().unwrap_or_else(|| capture.id.clone());
     d.version = d.journal.start_session_from(&d.session, &title, Some(&capture.id), first)?.seq;
+    d.run.history = capture.history.clone();
 
     let limits =
         Limits { per_result: config.tool_result_max_chars, per_turn: config.tool_result_budget_chars };

@@ -428,25 +428,24 @@ fn inspect(path: &Path) -> Result<Found, StoreError> {
         Err(source) => return Err(StoreError::Create { path: path.to_path_buf(), source }),
     };
     if !meta.is_file() {
-        return Err(StoreError::Foreign {
-            path: path.to_path_buf(),
-            detail: "not a regular file".into(),
-        });
+        return Err(StoreError::Foreign { path: path.to_path_buf(), detail: "not a regular file".into() });
     }
     if meta.len() == 0 {
         return Ok(Found::Empty);
     }
     let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
     let mut header = [0u8; 16];
-    let mut f = std::fs::File::open(path).map_err(|source| StoreError::Create { path: path.to_path_buf(), source })?;
+    let mut f = std::fs::File::open(path)
+        .map_err(|source| StoreError::Create { path: path.to_path_buf(), source })?;
     if std::io::Read::read_exact(&mut f, &mut header).is_err() || &header != b"SQLite format 3\0" {
         return Err(open_err(rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
             Some("file is not a database".into()),
         )));
     }
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(open_err)?;
+    let conn =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(open_err)?;
     let _ = conn.busy_timeout(Duration::from_secs(30));
     let version = user_version(&conn).map_err(open_err)?;
     let names: Vec<String> = conn

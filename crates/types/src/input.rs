@@ -114,7 +114,9 @@ pub fn json_shape(bytes: &[u8], max_values: usize) -> (usize, usize) {
             }
             b'0'..=b'9' | b'-' | b't' | b'f' | b'n' => {
                 values += 1;
-                while i + 1 < n && !matches!(bytes[i + 1], b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t' | b':') {
+                while i + 1 < n
+                    && !matches!(bytes[i + 1], b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t' | b':')
+                {
                     i += 1;
                 }
             }
@@ -154,7 +156,10 @@ mod tests {
     #[test]
     fn a_bomb_is_refused_and_a_long_string_is_not() {
         let bomb = format!("[{}]", vec!["{}"; 2_000_000].join(","));
-        assert!(matches!(check_json_shape(bomb.as_bytes(), "b.json"), Err(CaptureError::TooManyValues { .. })));
+        assert!(matches!(
+            check_json_shape(bomb.as_bytes(), "b.json"),
+            Err(CaptureError::TooManyValues { .. })
+        ));
         let long = format!("{{\"content\": \"{}\"}}", "x".repeat(10 << 20));
         assert!(check_json_shape(long.as_bytes(), "l.json").is_ok());
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));

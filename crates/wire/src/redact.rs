@@ -224,7 +224,10 @@ pub fn is_placeholder(v: &str) -> bool {
         || l.contains("placeholder")
         || l.contains("changeme")
         || l.contains("redacted")
-        || matches!(l.as_str(), "true" | "false" | "null" | "none" | "required" | "optional" | "string" | "undefined")
+        || matches!(
+            l.as_str(),
+            "true" | "false" | "null" | "none" | "required" | "optional" | "string" | "undefined"
+        )
 }
 
 /// A value after a secret-naming key that looks like a credential: no placeholder, at least
@@ -376,7 +379,8 @@ pub fn redact_value(v: &mut Value, counts: &mut Counts) {
         }
         Value::Array(a) => a.iter_mut().for_each(|x| redact_value(x, counts)),
         Value::Object(o) => {
-            let image = o.contains_key("media_type") || o.get("type").and_then(Value::as_str) == Some("base64");
+            let image =
+                o.contains_key("media_type") || o.get("type").and_then(Value::as_str) == Some("base64");
             for (k, x) in o.iter_mut() {
                 if image && k == "data" {
                     continue;
@@ -519,7 +523,8 @@ mod tests {
             assert!(!out.contains(secret), "{secret} leaked: {out}");
         }
         assert_eq!(counts["anthropic_key"], 2);
-        for k in ["openai_key", "aws_access_key", "google_api_key", "bearer_token", "url_password", "private_key"]
+        for k in
+            ["openai_key", "aws_access_key", "google_api_key", "bearer_token", "url_password", "private_key"]
         {
             assert_eq!(counts[k], 1, "{k}: {out}");
         }

@@ -105,7 +105,11 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
     let name =
         if args.file.as_os_str() == "-" { "<stdin>".to_string() } else { args.file.display().to_string() };
     let bytes = salvage_types::input::read_input(&args.file, limit, args.allow_special).map_err(|e| {
-        Failure::input(if args.file.as_os_str() == "-" { e.to_string().replacen("-:", "<stdin>:", 1) } else { e.to_string() })
+        Failure::input(if args.file.as_os_str() == "-" {
+            e.to_string().replacen("-:", "<stdin>:", 1)
+        } else {
+            e.to_string()
+        })
     })?;
     let source = match args.from {
         From::Openai => Source::Openai,

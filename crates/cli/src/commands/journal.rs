@@ -229,7 +229,9 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 if no_redact {
                     raw
                 } else {
-                    raw.lines().map(|l| salvage_wire::redact::redact_json_line(l, &mut counts) + "\n").collect()
+                    raw.lines()
+                        .map(|l| salvage_wire::redact::redact_json_line(l, &mut counts) + "\n")
+                        .collect()
                 }
             } else {
                 let mut c = j.export_capture(&session).map_err(problem)?;
@@ -305,7 +307,9 @@ fn redact(
                         escape(session)
                     )))
                 }
-                _ => return Err(Failure::Input(format!("--message {m}: ambiguous, give more hex characters"))),
+                _ => {
+                    return Err(Failure::Input(format!("--message {m}: ambiguous, give more hex characters")))
+                }
             }
         }
     }
