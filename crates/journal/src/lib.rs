@@ -1041,6 +1041,9 @@ fn store_message(conn: &Connection, clock: &dyn Clock, m: &Message) -> Result<Ms
     Ok(hash)
 }
 
+/// A decoded message: its hash, the message, and whether its bytes match the hash.
+type Decoded = (MsgHash, Message, bool);
+
 /// Loads and verifies the messages of a history state (repeats decoded once), fetching the
 /// rows in one statement.
 fn load_history(
@@ -1076,7 +1079,7 @@ fn load_history(
     }
     // Verify and decode on every core: restores are latency-sensitive and the rows are independent.
     // A body that does not match its hash is accepted only for a message recorded as redacted.
-    let decode = |chunk: &[(MsgHash, Vec<u8>)]| -> Result<Vec<(MsgHash, Message, bool)>, String> {
+    let decode = |chunk: &[(MsgHash, Vec<u8>)]| -> Result<Vec<Decoded>, String> {
         chunk
             .iter()
             .map(|(h, json)| {
@@ -1088,7 +1091,7 @@ fn load_history(
             .collect()
     };
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
-    let parts: Vec<Result<Vec<(MsgHash, Message, bool)>, String>> = if threads > 1 && fetched.len() >= 128 {
+    let parts: Vec<Result<Vec<Decoded>, String>> = if threads > 1 && fetched.len() >= 128 {
         let size = fetched.len().div_ceil(threads);
         std::thread::scope(|s| {
             let handles: Vec<_> = fetched.chunks(size).map(|c| s.spawn(move || decode(c))).collect();
