@@ -360,16 +360,6 @@ pub enum CaptureError {
         /// The ceiling.
         limit: usize,
     },
-    /// The JSON is nested too deeply.
-    #[error("{file}: JSON nested {depth} levels deep, over the limit of {limit}")]
-    TooDeep {
-        /// The file.
-        file: String,
-        /// The depth found.
-        depth: usize,
-        /// The ceiling.
-        limit: usize,
-    },
     /// The bytes are not UTF-8.
     #[error("{file}: invalid UTF-8 at byte {offset} (line {line})")]
     InvalidUtf8 {
@@ -425,8 +415,7 @@ impl CaptureError {
             | CaptureError::UnknownFormat { file, .. }
             | CaptureError::Field { file, .. }
             | CaptureError::NotRegular { file, .. }
-            | CaptureError::TooManyValues { file, .. }
-            | CaptureError::TooDeep { file, .. } => file,
+            | CaptureError::TooManyValues { file, .. } => file,
         }
     }
 }

@@ -127,16 +127,15 @@ pub fn json_shape(bytes: &[u8], max_values: usize) -> (usize, usize) {
     (max_depth, values)
 }
 
-/// Refuses a JSON text nested deeper than [`MAX_DEPTH`] or holding more values than
-/// [`max_values`] allows for its size, naming the file.
+/// Refuses a JSON text holding more values than [`max_values`] allows for its size, naming the
+/// file.
 pub fn check_json_shape(bytes: &[u8], file: &str) -> Result<(), CaptureError> {
     let limit = max_values(bytes.len());
-    let (depth, values) = json_shape(bytes, limit);
+    // Deeper nesting than MAX_DEPTH is left to the parser, whose recursion limit refuses it
+    // before it has built much (with the position, which the bad-input corpus pins).
+    let (_, values) = json_shape(bytes, limit);
     if values > limit {
         return Err(CaptureError::TooManyValues { file: file.to_string(), limit });
-    }
-    if depth > MAX_DEPTH {
-        return Err(CaptureError::TooDeep { file: file.to_string(), depth, limit: MAX_DEPTH });
     }
     Ok(())
 }
@@ -163,7 +162,7 @@ mod tests {
         let long = format!("{{\"content\": \"{}\"}}", "x".repeat(10 << 20));
         assert!(check_json_shape(long.as_bytes(), "l.json").is_ok());
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-        assert!(matches!(check_json_shape(deep.as_bytes(), "d.json"), Err(CaptureError::TooDeep { .. })));
+        assert_eq!(json_shape(deep.as_bytes(), 1000).0, 200);
     }
 
     #[cfg(unix)]
