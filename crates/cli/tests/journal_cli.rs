@@ -34,6 +34,7 @@ fn build(db: &std::path::Path) {
                 context_window: None,
                 settings: [("CHATCLI_MAX_PAYLOAD".to_string(), "5MB".to_string())].into(),
                 cap: Some(5 << 20),
+                invalid_settings: Vec::new(),
             },
         )
         .with_history(HistoryChange::Append(vec![Message::system("S"), Message::user("fix it")])),

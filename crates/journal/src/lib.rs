@@ -786,6 +786,26 @@ impl Journal {
         rows.collect::<Result<_, _>>().map_err(sql("references"))
     }
 
+    /// Every CCR blob the events of a session reference.
+    pub fn referenced_blobs(&self, session: &str) -> Result<Vec<CcrKey>, JournalError> {
+        let mut st = self
+            .conn()
+            .prepare("SELECT DISTINCT blob_key FROM event_blobs WHERE session_id = ?1")
+            .map_err(sql("references"))?;
+        let rows = st.query_map([session], |r| r.get::<_, Vec<u8>>(0)).map_err(sql("references"))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let bytes = row.map_err(sql("references"))?;
+            let key: [u8; 32] = bytes.as_slice().try_into().map_err(|_| JournalError::Corrupt {
+                session: session.to_string(),
+                seq: 0,
+                problem: format!("a referenced blob key of {} bytes", bytes.len()),
+            })?;
+            out.push(CcrKey(key));
+        }
+        Ok(out)
+    }
+
     /// Every session, oldest first.
     pub fn sessions(&self) -> Result<Vec<SessionInfo>, JournalError> {
         let mut st = self

@@ -69,6 +69,7 @@ fn state_at_every_event_is_exact() {
                 context_window: Some(200_000),
                 settings: BTreeMap::new(),
                 cap: None,
+                invalid_settings: Vec::new(),
             },
         )
         .with_history(HistoryChange::Append(vec![

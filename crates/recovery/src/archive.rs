@@ -15,6 +15,14 @@ pub trait Archive {
     fn put(&mut self, bytes: &[u8]) -> Result<CcrKey, ArchiveError>;
     /// The original for a 16-hex short key, if present (verified by the implementation).
     fn get(&self, short: &str) -> Option<Vec<u8>>;
+    /// True when the archive holds the key (override when cheaper than [`Archive::get`]).
+    fn holds(&self, short: &str) -> bool {
+        self.get(short).is_some()
+    }
+    /// The full key of a short key the archive holds (override when cheaper than hashing).
+    fn resolve(&self, short: &str) -> Option<CcrKey> {
+        self.get(short).map(|b| CcrKey::of(&b))
+    }
 }
 
 /// An archive in memory (tests, `--no-journal` what-ifs).
@@ -57,6 +65,9 @@ impl Archive for MemoryArchive {
     }
 }
 
+/// The length of the recoverable suffix (`\n[full content recoverable via @recall <<ccr:…>>]`).
+pub const SUFFIX_LEN: usize = 64;
+
 /// Archiving as a rung sees it: optional (CCR off), recording every key it produced.
 pub struct Archiver<'a> {
     inner: Option<&'a mut dyn Archive>,
@@ -73,6 +84,55 @@ impl<'a> Archiver<'a> {
     /// True when CCR is on.
     pub fn enabled(&self) -> bool {
         self.inner.is_some()
+    }
+
+    /// True when the archive holds the key (always false with CCR off).
+    pub fn holds(&self, short: &str) -> bool {
+        self.inner.as_deref().is_some_and(|a| a.holds(short))
+    }
+
+    /// The key of the original `content` was made from, when salvage made it: our suffix or stub
+    /// form ([`salvage_types::ccr_key::own_archive_key`]) **and** a key this archive holds.
+    /// Content that merely quotes a marker is ordinary content.
+    pub fn archived_original(&self, content: &str) -> Option<String> {
+        salvage_types::ccr_key::own_archive_key(content).filter(|k| self.holds(k)).map(str::to_string)
+    }
+
+    /// Shortens `content` with `reduce` while keeping its original recoverable. `reduce` gets the
+    /// text to shorten and the bytes it must leave for the suffix. Content salvage already
+    /// archived keeps its key: the text before its suffix is reduced and the same suffix is put
+    /// back. Anything else is archived first (CCR on) and gets the suffix of its own key.
+    /// `None` when the result would not be shorter.
+    pub fn reduce(
+        &mut self,
+        content: &str,
+        reduce: impl FnOnce(&str, usize) -> Option<String>,
+    ) -> Result<Option<String>, ArchiveError> {
+        use salvage_types::ccr_key::{marker_for, strip_recoverable_suffix};
+        let (body, suffix) = match self.archived_original(content) {
+            Some(k) => {
+                let body = strip_recoverable_suffix(content).unwrap_or(content);
+                (body, Some(format!("\n[full content recoverable via @recall {}]", marker_for(&k))))
+            }
+            None if self.enabled() => (content, None),
+            None => {
+                return Ok(reduce(content, 0).filter(|c| c.len() < content.len()));
+            }
+        };
+        let room = suffix.as_ref().map_or(SUFFIX_LEN, String::len);
+        let Some(mut cut) = reduce(body, room) else { return Ok(None) };
+        if cut.len().saturating_add(room) >= content.len() {
+            return Ok(None);
+        }
+        match suffix {
+            Some(s) => cut.push_str(&s),
+            None => {
+                if let Some(k) = self.put(content.as_bytes())? {
+                    cut.push_str(&salvage_types::ccr_key::recoverable_suffix(&k));
+                }
+            }
+        }
+        Ok((cut.len() < content.len()).then_some(cut))
     }
 
     /// Archives bytes; `None` when CCR is off.

@@ -25,6 +25,10 @@ pub struct FailureInput {
     /// The rejected request's size, when annotated.
     #[serde(default)]
     pub rejected_request_bytes: Option<u64>,
+    /// An earlier failure of the same turn took the payload path: a transport failure then stays
+    /// on it whatever the weight (the gateway has already shown its hand).
+    #[serde(default)]
+    pub payload_path_seen: bool,
 }
 
 /// The verdict.
@@ -63,7 +67,18 @@ impl Classification {
     }
 }
 
-const TRANSPORT_SIGNALS: &[&str] = &["unexpected eof", "connection reset", "broken pipe", "stream error"];
+const TRANSPORT_SIGNALS: &[&str] = &[
+    "unexpected eof",
+    "connection reset",
+    "broken pipe",
+    "stream error",
+    "econnreset",
+    "socket hang up",
+    "peer closed connection",
+    "incomplete chunked read",
+    "premature close",
+    "socket closed unexpectedly",
+];
 const FIREWALL_SIGNALS: &[&str] = &[
     "firewall",
     "waf",
@@ -93,6 +108,11 @@ const OVERFLOW_PHRASES: &[&str] = &[
     "request too large",
     "input too long",
     "token limit",
+    "tokens limit",
+    "exceeds the available context size",
+    "context size has been exceeded",
+    "exceed_context_size_error",
+    "max_tokens must be at least 1, got -",
 ];
 /// Phrase pairs: both parts present, in order.
 const OVERFLOW_PAIRS: &[(&str, &str)] = &[
@@ -100,6 +120,8 @@ const OVERFLOW_PAIRS: &[(&str, &str)] = &[
     ("too large for model with", "maximum context length"),
     ("max_tokens", "exceed"),
     ("max tokens", "exceed"),
+    ("max_new_tokens`", "must be <="),
+    ("`inputs`", "must have less than"),
 ];
 const PAYLOAD_PHRASES: &[&str] = &[
     "payload too large",
@@ -109,9 +131,14 @@ const PAYLOAD_PHRASES: &[&str] = &[
     "request body exceeded",
     "maximum request size",
     "request header fields too large",
+    "failed to satisfy constraint: member must have length less than or equal to",
+    "string too long. expected a string with maximum length",
 ];
 const TOKEN_WORDS: &[&str] = &["token", "context", "prompt"];
-const EXCESS_WORDS: &[&str] = &["exceed", "too long", "too large", "maximum", "limit"];
+const EXCESS_WORDS: &[&str] =
+    &["exceed", "too long", "too large", "maximum", "limit", "less than", "must be <="];
+/// A 403 that names a network access rule is an access problem compaction cannot fix.
+const NETWORK_RULE_PHRASES: &[&str] = &["virtual network/firewall rules"];
 const AUTH_PHRASES: &[&str] =
     &["unauthorized", "invalid api key", "invalid_api_key", "permission", "authentication"];
 const RATE_PHRASES: &[&str] = &["rate limit", "rate_limit", "too many requests"];
@@ -121,37 +148,99 @@ const SERVER_PHRASES: &[&str] =
 const TIMEOUT_PHRASES: &[&str] = &["timeout", "timed out", "deadline exceeded"];
 
 fn first_of<'a>(text: &str, phrases: &[&'a str]) -> Option<&'a str> {
-    phrases.iter().copied().find(|p| text.contains(p))
+    phrases.iter().copied().find(|p| find_word(text, p).is_some())
 }
 
-fn is_delim(c: char) -> bool {
-    c.is_whitespace() || "()[]{},;:\"'=".contains(c)
+/// A word character for phrase matching: letters and digits (an underscore or punctuation
+/// separates words, so `aws_waf` names the WAF but `waffles` does not).
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric()
+}
+
+/// Suffixes that keep a word the same word (`exceeds`, `tokens`, `blocked`).
+const INFLECTIONS: &[&str] = &["s", "es", "ed", "d", "ing"];
+
+/// The first position where `phrase` occurs as words: not preceded by a word character, and
+/// followed by a non-word character, the end, or an inflection and then one of those.
+fn find_word(text: &str, phrase: &str) -> Option<usize> {
+    let starts_word = phrase.chars().next().is_some_and(is_word);
+    let ends_word = phrase.chars().last().is_some_and(is_word);
+    let mut from = 0;
+    while let Some(rel) = text.get(from..).and_then(|t| t.find(phrase)) {
+        let at = from.saturating_add(rel);
+        let end = at.saturating_add(phrase.len());
+        let before_ok =
+            !starts_word || text.get(..at).and_then(|t| t.chars().next_back()).is_none_or(|c| !is_word(c));
+        let rest = text.get(end..).unwrap_or("");
+        let after_ok = !ends_word
+            || rest.chars().next().is_none_or(|c| !is_word(c))
+            || INFLECTIONS.iter().any(|inf| {
+                rest.strip_prefix(inf).is_some_and(|r| r.chars().next().is_none_or(|c| !is_word(c)))
+            });
+        if before_ok && after_ok {
+            return Some(at);
+        }
+        from = at.saturating_add(phrase.chars().next().map_or(1, char::len_utf8));
+    }
+    None
+}
+
+/// Akamai's edge block page: `Access Denied` with a `Reference #18.ef3a2f17.…` dotted id.
+fn akamai_reference(text: &str) -> bool {
+    if find_word(text, "access denied").is_none() {
+        return false;
+    }
+    let mut from = 0;
+    while let Some(rel) = text.get(from..).and_then(|t| t.find("reference #")) {
+        let at = from.saturating_add(rel).saturating_add("reference #".len());
+        let id: String = text
+            .get(at..)
+            .unwrap_or("")
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+            .collect();
+        if id.chars().next().is_some_and(|c| c.is_ascii_digit()) && id.contains('.') {
+            return true;
+        }
+        from = at;
+    }
+    false
 }
 
 /// Status codes written in the text as standalone 3-digit tokens (`HTTP 413`, `StatusCode: 403`,
-/// `413 Payload`), never digits inside other numbers or identifiers.
+/// `413 Payload`, `413.`, `(403)`), never touching a letter or a digit and never part of a dotted
+/// or comma-grouped number (`1.413.2`, `40,413`) or of an identifier.
 pub fn status_tokens(text: &str) -> Vec<u16> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let chars: Vec<char> = text.chars().collect();
+    let at = |i: usize| chars.get(i).copied();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < chars.len() {
-        if chars[i].1.is_ascii_digit() {
-            let start = i;
-            while i < chars.len() && chars[i].1.is_ascii_digit() {
-                i += 1;
-            }
-            let before_ok = start == 0 || is_delim(chars[start - 1].1);
-            let after_ok = i == chars.len() || is_delim(chars[i].1);
-            if i - start == 3 && before_ok && after_ok {
-                let s: String = chars[start..i].iter().map(|(_, c)| c).collect();
-                if let Ok(n) = s.parse::<u16>() {
-                    if (100..=599).contains(&n) {
-                        out.push(n);
-                    }
+    while let Some(c) = at(i) {
+        if !c.is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while at(i).is_some_and(|c| c.is_ascii_digit()) {
+            i += 1;
+        }
+        let before = start.checked_sub(1).and_then(at);
+        let before2 = start.checked_sub(2).and_then(at);
+        let after = at(i);
+        let after2 = at(i.saturating_add(1));
+        let grouping = |c: Option<char>| matches!(c, Some('.' | ','));
+        let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+        let before_ok =
+            before.is_none_or(|c| !c.is_alphanumeric() && c != '_') && !(grouping(before) && digit(before2));
+        let after_ok =
+            after.is_none_or(|c| !c.is_alphanumeric() && c != '_') && !(grouping(after) && digit(after2));
+        if i - start == 3 && before_ok && after_ok {
+            let s: String = chars.get(start..i).unwrap_or(&[]).iter().collect();
+            if let Ok(n) = s.parse::<u16>() {
+                if (100..=599).contains(&n) {
+                    out.push(n);
                 }
             }
-        } else {
-            i += 1;
         }
     }
     out
@@ -169,14 +258,22 @@ pub fn classify(input: &FailureInput) -> Classification {
     let has_status = |s: u16| input.status == Some(s) || (input.status.is_none() && tokens.contains(&s));
     let status = input.status.or_else(|| tokens.first().copied());
 
-    // 1. No HTTP status and a transport failure: the EOF rule.
+    // 1. No HTTP status and a transport failure: the EOF rule. A transport phrase in the message
+    // counts as the transport failure when the transport field is empty.
     if input.status.is_none() {
-        if let Some(t) = &transport {
-            let signal = first_of(t, TRANSPORT_SIGNALS).map(str::to_string).or_else(|| {
-                let bare_eof = t.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "eof");
-                (bare_eof && !text.contains("error sending request")).then(|| "eof".to_string())
-            });
+        let t = transport.as_deref().filter(|t| !t.trim().is_empty()).unwrap_or(message.as_str());
+        let signal = first_of(t, TRANSPORT_SIGNALS).map(str::to_string).or_else(|| {
+            let bare_eof = find_word(t, "eof").is_some();
+            (bare_eof && !text.contains("error sending request")).then(|| "eof".to_string())
+        });
+        {
             if let Some(signal) = signal {
+                if input.payload_path_seen {
+                    return Classification::new(
+                        ErrorClass::LikelyPayload,
+                        format!("transport '{signal}' after a payload rejection in the same turn"),
+                    );
+                }
                 return if input.history_bytes >= EOF_HEURISTIC_BYTES {
                     Classification::new(
                         ErrorClass::LikelyPayload,
@@ -199,8 +296,13 @@ pub fn classify(input: &FailureInput) -> Classification {
     }
 
     // 2. WAF: a 403 (or "forbidden") plus a firewall signal, or plus an SDK decoding an HTML page.
-    let is_403 = has_status(403) || text.contains("forbidden");
-    let firewall = first_of(&text, FIREWALL_SIGNALS);
+    let is_403 = has_status(403) || find_word(&text, "forbidden").is_some();
+    let network_rule = first_of(&text, NETWORK_RULE_PHRASES);
+    let firewall = first_of(&text, FIREWALL_SIGNALS)
+        .or_else(|| akamai_reference(&text).then_some("akamai reference id"));
+    if let (true, Some(rule)) = (is_403, network_rule) {
+        return Classification::new(ErrorClass::Auth, format!("403 naming a network access rule ('{rule}')"));
+    }
     if is_403 {
         if let Some(sig) = firewall {
             return Classification::new(ErrorClass::WafRejection, format!("403 + firewall signal '{sig}'"));
@@ -218,13 +320,13 @@ pub fn classify(input: &FailureInput) -> Classification {
         return Classification::new(ErrorClass::ContextOverflow, format!("phrase '{p}'"));
     }
     for (a, b) in OVERFLOW_PAIRS {
-        if let Some(i) = text.find(a) {
-            if text[i + a.len()..].contains(b) {
+        if let Some(i) = find_word(&text, a) {
+            if text.get(i.saturating_add(a.len())..).and_then(|r| find_word(r, b)).is_some() {
                 return Classification::new(ErrorClass::ContextOverflow, format!("phrase '{a} … {b}'"));
             }
         }
     }
-    if let Some(s @ (400 | 413)) = status {
+    if let Some(s @ (400 | 413 | 422)) = status {
         if let (Some(t), Some(e)) = (first_of(&text, TOKEN_WORDS), first_of(&text, EXCESS_WORDS)) {
             return Classification::new(
                 ErrorClass::ContextOverflow,
@@ -304,5 +406,18 @@ mod tests {
         assert_eq!(status_tokens("req_4031337 / v1.403 / a403 / 403b"), Vec::<u16>::new());
         assert_eq!(status_tokens("(429)"), vec![429]);
         assert_eq!(status_tokens("999 and 042"), Vec::<u16>::new());
+        assert_eq!(status_tokens("Request failed with status code 413."), vec![413]);
+        assert_eq!(status_tokens("Error 403."), vec![403]);
+        assert_eq!(status_tokens("v1.413.2 40,413 \"code\":40303 x_413"), Vec::<u16>::new());
+        assert_eq!(status_tokens("403, then (404) and 500"), vec![403, 404, 500]);
+    }
+
+    #[test]
+    fn phrases_match_as_words() {
+        assert!(find_word("blocked by aws_waf rule", "waf").is_some());
+        assert!(find_word("org waffles-inc", "waf").is_none());
+        assert!(find_word("prompt tokens exceeded", "exceed").is_some());
+        assert!(find_word("exceedingly", "exceed").is_none());
+        assert!(find_word("the firewalls", "firewall").is_some());
     }
 }

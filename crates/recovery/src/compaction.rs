@@ -11,7 +11,7 @@ use crate::shrink::shrink;
 use crate::summarizer::{Cancel, SummarizeError, Summarizer, SummaryRequest};
 use crate::task::task_index;
 use crate::trim::trim;
-use salvage_types::ccr_key::{find_markers, marker_for};
+use salvage_types::ccr_key::{marker_for, own_archive_key};
 use salvage_types::event::{Cost, EventBody, StepOutcome, Trigger};
 use salvage_types::format_bytes;
 use salvage_types::message::{Message, Role};
@@ -185,7 +185,9 @@ pub fn render_segment(
     let mut out = String::new();
     for m in segment {
         let mut content = m.content.clone();
-        if let Some(k) = find_markers(&m.content).first() {
+        // Only a stub or cut salvage wrote stands for an archived original: a note that merely
+        // quotes a marker is shown as written.
+        if let Some(k) = own_archive_key(&m.content) {
             if let Some(orig) = lookup(k).and_then(|b| String::from_utf8(b).ok()) {
                 if orig.len() <= share && !orig.trim_start().starts_with("[{") {
                     content = orig;
@@ -215,7 +217,11 @@ pub fn instruction(budget_chars: usize) -> String {
 
 /// Keeps the ¼-budget cap on verbatim messages: beyond it the oldest are re-archived, become a
 /// stub with a marker and lose the flag, so compaction always converges.
-fn cap_verbatim(h: &mut [Message], budget: u64, archiver: &mut Archiver<'_>) -> Result<u64, ArchiveError> {
+pub(crate) fn cap_verbatim(
+    h: &mut [Message],
+    budget: u64,
+    archiver: &mut Archiver<'_>,
+) -> Result<u64, ArchiveError> {
     let cap = budget / 4;
     let mut total: u64 = h.iter().filter(|m| m.meta.preserve_verbatim).map(message_weight).sum();
     let mut aged = 0;
@@ -229,9 +235,7 @@ fn cap_verbatim(h: &mut [Message], budget: u64, archiver: &mut Archiver<'_>) -> 
         let w = message_weight(m);
         let marker = match archiver.put(m.content.as_bytes())? {
             Some(k) => format!(" {}", k.marker()),
-            None => {
-                find_markers(&m.content).first().map(|k| format!(" {}", marker_for(k))).unwrap_or_default()
-            }
+            None => own_archive_key(&m.content).map(|k| format!(" {}", marker_for(k))).unwrap_or_default(),
         };
         m.content = format!(
             "[Recalled content aged out of the window — {} chars{marker}]",

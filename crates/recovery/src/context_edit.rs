@@ -64,7 +64,8 @@ pub fn mirror(
         if report.stubs >= cleared_tool_uses {
             break;
         }
-        if m.role != Role::Tool || m.content.starts_with(STUB_PREFIX) {
+        let own_stub = m.content.starts_with(STUB_PREFIX) && archiver.archived_original(&m.content).is_some();
+        if m.role != Role::Tool || own_stub {
             continue;
         }
         let before = m.content.len();

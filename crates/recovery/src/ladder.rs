@@ -6,7 +6,6 @@ use crate::pairing::{repair_tracked, PairingReport, Tracked};
 use crate::shrink::{shrink, ShrinkReport};
 use crate::task::task_index;
 use crate::tool_budget::{self, BudgetReport, Limits};
-use salvage_types::ccr_key::{has_marker, recoverable_suffix};
 use salvage_types::message::{Message, Role};
 use salvage_types::truncate::preserve_end;
 use salvage_types::weight::history_weight;
@@ -138,19 +137,13 @@ fn cut_preserve_end(m: &mut Message, max: usize, archiver: &mut Archiver<'_>) ->
     if m.content.len() <= max || m.meta.preserve_verbatim {
         return Ok(false);
     }
-    let archive = archiver.enabled() && !has_marker(&m.content);
-    let suffix_room = if archive { 64 } else { 0 };
-    let Some(mut cut) = preserve_end(&m.content, max.saturating_sub(suffix_room)) else { return Ok(false) };
-    if archive {
-        if let Some(k) = archiver.put(m.content.as_bytes())? {
-            cut.push_str(&recoverable_suffix(&k));
+    match archiver.reduce(&m.content, |body, room| preserve_end(body, max.saturating_sub(room)))? {
+        Some(cut) => {
+            m.content = cut;
+            Ok(true)
         }
+        None => Ok(false),
     }
-    if cut.len() >= m.content.len() {
-        return Ok(false);
-    }
-    m.content = cut;
-    Ok(true)
 }
 
 /// Applies a rung to a history (the input is not mutated).
@@ -174,12 +167,24 @@ pub fn apply(
             let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
             let orphans: Vec<&Message> =
                 (0..history.len()).filter(|i| !kept.contains(i)).map(|i| &history[i]).collect();
-            if !orphans.is_empty() && ctx.archiver.enabled() {
-                let transcript = serde_json::to_vec(&orphans).map_err(|e| ArchiveError(e.to_string()))?;
-                archiver_put(&mut ctx.archiver, &transcript)?;
-            }
             let dropped_orphans = orphans.len();
-            let repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
+            let mut orphan_marker = None;
+            let mut repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
+            if !orphans.is_empty() {
+                // The orphans are dropped: the notice carries the marker of their archive so they
+                // stay recallable (section 6).
+                let mut notice = COMPACTION_NOTICE.to_string();
+                if ctx.archiver.enabled() {
+                    let transcript = serde_json::to_vec(&orphans).map_err(|e| ArchiveError(e.to_string()))?;
+                    if let Some(k) = ctx.archiver.put(&transcript)? {
+                        notice.push('\n');
+                        notice.push_str(&dropped_line(&k.marker()));
+                        orphan_marker = Some(k.marker());
+                    }
+                }
+                let at = repaired.iter().take_while(|m| m.role == Role::System).count();
+                repaired.insert(at, Message::user(notice));
+            }
             let (mut out, budget) = tool_budget::apply(&repaired, ctx.limits.halved(), &mut ctx.archiver)?;
             let mut cut = budget.previewed;
             for m in out.iter_mut().filter(|m| m.role == Role::Assistant) {
@@ -187,11 +192,15 @@ pub fn apply(
                     cut += 1;
                 }
             }
-            (out, dropped_orphans, cut, None, pairing, Some(budget), None)
+            (out, dropped_orphans, cut, orphan_marker, pairing, Some(budget), None)
         }
         Rung::Emergency | Rung::Nuclear => {
             let keep = if rung == Rung::Emergency { ctx.keep.max(1) } else { ctx.rung3_keep.max(1) };
-            let (mut out, dropped, marker, pairing) = keep_last(history, keep, false, &mut ctx.archiver)?;
+            // Verbatim messages are kept as by compaction level 3, within the quarter-budget rule.
+            let (mut out, dropped, marker, pairing) = keep_last(history, keep, true, &mut ctx.archiver)?;
+            if let Some(budget) = ctx.payload_budget {
+                crate::compaction::cap_verbatim(&mut out, budget, &mut ctx.archiver)?;
+            }
             let mut cut = 0;
             let mut shrink_report = None;
             if rung == Rung::Nuclear {
@@ -232,10 +241,6 @@ pub fn apply(
         task_kept,
     };
     Ok(RungOutcome { history: out, report })
-}
-
-fn archiver_put(archiver: &mut Archiver<'_>, bytes: &[u8]) -> Result<(), ArchiveError> {
-    archiver.put(bytes).map(drop)
 }
 
 fn is_notice(m: &Message) -> bool {

@@ -3,7 +3,7 @@
 //! from the preview to the stub. Verbatim messages and real user text are never touched.
 
 use crate::archive::{ArchiveError, Archiver};
-use salvage_types::ccr_key::{find_markers, marker_for, recoverable_suffix};
+use salvage_types::ccr_key::{marker_for, own_archive_key};
 use salvage_types::message::{Message, Role};
 use salvage_types::truncate::{head, tail};
 use serde::Serialize;
@@ -83,12 +83,14 @@ pub fn kind_of(content: &str) -> &'static str {
     "text"
 }
 
-fn is_preview(content: &str) -> bool {
-    content.contains(PREVIEW_TAG)
-}
-
-fn is_stub(content: &str) -> bool {
-    content.starts_with(STUB_PREFIX)
+/// The key of the original when `content` is a preview or stub salvage wrote for a key the
+/// archive holds (content that merely quotes a marker or our wording is ordinary content).
+fn own_key(
+    content: &str,
+    archiver: &Archiver<'_>,
+    lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Option<String> {
+    own_archive_key(content).filter(|k| archiver.holds(k) || lookup(k).is_some()).map(str::to_string)
 }
 
 /// The head+tail preview of a long result.
@@ -132,17 +134,19 @@ pub fn microcompact(
             continue;
         }
         let m = &out[i];
-        if !m.is_tool_output() || m.meta.preserve_verbatim || is_stub(&m.content) {
+        let own = own_key(&m.content, archiver, lookup);
+        let is_stub = own.is_some() && m.content.starts_with(STUB_PREFIX);
+        if !m.is_tool_output() || m.meta.preserve_verbatim || is_stub {
             continue;
         }
-        let preview_already = is_preview(&m.content);
+        let preview_already = own.is_some() && m.content.contains(PREVIEW_TAG);
         if m.content.len() < MIN_CANDIDATE && !preview_already {
             continue;
         }
         let before = m.content.len();
         if age >= ages.summarize {
             // Counted from the original: recalled through the preview's marker when there is one.
-            let existing = find_markers(&m.content).first().map(|k| k.to_string());
+            let existing = own;
             let original = existing.as_deref().and_then(lookup).and_then(|b| String::from_utf8(b).ok());
             let (text, marker) = match (original, existing) {
                 (Some(orig), Some(k)) => (stub_line(&orig), Some(marker_for(&k))),
@@ -162,11 +166,8 @@ pub fn microcompact(
                 out[i].content = new;
             }
         } else if age >= ages.truncate && !preview_already {
-            let mut p = preview(&out[i].content);
-            if let Some(k) = archiver.put(out[i].content.as_bytes())? {
-                p.push_str(&recoverable_suffix(&k));
-            }
-            if p.len() < before {
+            let reduced = archiver.reduce(&out[i].content, |body, _| Some(preview(body)))?;
+            if let Some(p) = reduced {
                 report.truncated += 1;
                 report.freed_bytes += (before - p.len()) as u64;
                 out[i].content = p;

@@ -71,17 +71,7 @@ pub fn learn_cap(rejected: Option<u64>, current: Option<u64>) -> CapDecision {
     }
 }
 
-/// The floor verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FloorVerdict {
-    /// Compaction can help.
-    Ok,
-    /// The base is close to the limit: warn and go on.
-    Warn,
-    /// The base alone meets the rejected size: fail fast, consume no attempt.
-    FailFast,
-}
+pub use salvage_types::event::FloorVerdict;
 
 /// The floor diagnosis.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,12 +90,54 @@ pub struct FloorDiagnosis {
 /// the serialized size of the smallest request (system messages and tool definitions as sent,
 /// the envelope, the latest user request), not the bare system text.
 pub fn floor(floor_bytes: u64, rejected: u64) -> FloorDiagnosis {
+    floor_of(&FloorParts { system_prompt: floor_bytes, ..FloorParts::default() }, floor_bytes, rejected)
+}
+
+/// What the non-compactable base of a request is made of, bytes each ([better] section 3): the
+/// system messages as they appear in the body, the tool definitions with the rest of the request
+/// envelope, and the task as rung 3 would send it (capped at 4 000 bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FloorParts {
+    /// The system prompt.
+    pub system_prompt: u64,
+    /// Tool definitions, parameters and the JSON envelope.
+    pub tools_and_envelope: u64,
+    /// The latest user request as rung 3 sends it.
+    pub task: u64,
+}
+
+impl FloorParts {
+    /// `system prompt: 131.2 KB, tool definitions and request envelope: 3.0 KB, task as rung 3 sends it: 3.9 KB`.
+    pub fn describe(&self) -> String {
+        format!(
+            "system prompt: {}, tool definitions and request envelope: {}, task as rung 3 sends it: {}",
+            format_bytes(self.system_prompt),
+            format_bytes(self.tools_and_envelope),
+            format_bytes(self.task)
+        )
+    }
+
+    /// The parts as the journal records them.
+    pub fn to_map(&self) -> std::collections::BTreeMap<String, u64> {
+        [
+            ("system_prompt".to_string(), self.system_prompt),
+            ("tool_definitions_and_envelope".to_string(), self.tools_and_envelope),
+            ("task".to_string(), self.task),
+        ]
+        .into()
+    }
+}
+
+/// The floor diagnosis of a request base of `floor_bytes` (made of `parts`) against the size the
+/// gateway rejected.
+pub fn floor_of(parts: &FloorParts, floor_bytes: u64, rejected: u64) -> FloorDiagnosis {
     let (verdict, message) = if floor_bytes >= rejected {
         (
             FloorVerdict::FailFast,
             format!(
-                "✖ The non-compactable request base (system prompt: {} — personas, skills, MCP tool docs) meets or exceeds the size the gateway rejected ({}). Compaction cannot help: reduce MCP servers, skills or personas, or raise the proxy body limit.",
+                "✖ The non-compactable request base ({} — {}; personas, skills, MCP tool docs) meets or exceeds the size the gateway rejected ({}). Compaction cannot help: reduce MCP servers, skills or personas, or raise the proxy body limit.",
                 format_bytes(floor_bytes),
+                parts.describe(),
                 format_bytes(rejected)
             ),
         )
@@ -113,8 +145,9 @@ pub fn floor(floor_bytes: u64, rejected: u64) -> FloorDiagnosis {
         (
             FloorVerdict::Warn,
             format!(
-                "⚠ The system prompt alone is {} — close to the gateway's rejection threshold; compaction may not be enough. Consider fewer MCP servers, skills or personas.",
-                format_bytes(floor_bytes)
+                "⚠ The system prompt alone is {} — close to the gateway's rejection threshold ({}); compaction may not be enough. Consider fewer MCP servers, skills or personas.",
+                format_bytes(floor_bytes),
+                parts.describe()
             ),
         )
     } else {

@@ -1,7 +1,6 @@
 //! Shrinking content to a budget (behaviour spec section 5).
 
 use crate::archive::{ArchiveError, Archiver};
-use salvage_types::ccr_key::{has_marker, recoverable_suffix};
 use salvage_types::message::{Message, Role};
 use salvage_types::truncate::structure_preserving;
 use salvage_types::weight::{history_weight, message_weight};
@@ -52,19 +51,13 @@ pub fn shrink(
         let len = out[i].content.len() as u64;
         let target = len.saturating_sub(total - budget).saturating_sub(BANNER_SLACK).max(MIN_SHRINK as u64);
         let target = usize::try_from(target).unwrap_or(MIN_SHRINK);
-        let Some(mut cut) = structure_preserving(&out[i].content, target) else {
+        let Some(cut) = archiver.reduce(&out[i].content, |body, room| {
+            structure_preserving(body, target.saturating_sub(room).max(MIN_SHRINK))
+        })?
+        else {
             stuck[i] = true;
             continue;
         };
-        if !has_marker(&out[i].content) {
-            if let Some(k) = archiver.put(out[i].content.as_bytes())? {
-                cut.push_str(&recoverable_suffix(&k));
-            }
-        }
-        if cut.len() >= out[i].content.len() {
-            stuck[i] = true;
-            continue;
-        }
         out[i].content = cut;
         report.cuts += 1;
         let w = message_weight(&out[i]);

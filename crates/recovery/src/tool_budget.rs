@@ -2,7 +2,6 @@
 //! cut largest-first, originals archived.
 
 use crate::archive::{ArchiveError, Archiver};
-use salvage_types::ccr_key::{has_marker, recoverable_suffix};
 use salvage_types::message::{Message, Role};
 use salvage_types::truncate::{head, tail};
 use serde::Serialize;
@@ -57,18 +56,10 @@ fn cut(
     report: &mut BudgetReport,
 ) -> Result<bool, ArchiveError> {
     let before = m.content.len();
-    let mut p = preview(&m.content);
-    if p.len() >= before {
+    if preview(&m.content).len() >= before {
         return Ok(false);
     }
-    if !has_marker(&m.content) {
-        if let Some(k) = archiver.put(m.content.as_bytes())? {
-            p.push_str(&recoverable_suffix(&k));
-        }
-    }
-    if p.len() >= before {
-        return Ok(false);
-    }
+    let Some(p) = archiver.reduce(&m.content, |body, _| Some(preview(body)))? else { return Ok(false) };
     report.previewed += 1;
     report.freed_bytes += (before - p.len()) as u64;
     m.content = p;

@@ -3,7 +3,6 @@
 //! verbatim and real user text are untouched. Idempotent.
 
 use crate::archive::{ArchiveError, Archiver};
-use salvage_types::ccr_key::{has_marker, recoverable_suffix};
 use salvage_types::message::{Message, Role};
 use serde::Serialize;
 
@@ -73,28 +72,23 @@ pub fn trim(
         let before = m.content.len();
         match m.role {
             Role::Assistant if m.content.contains('<') => {
-                let (a, n1) = strip_blocks(&m.content, REASONING, |_| Some(String::new()));
-                let (b, n2) = strip_blocks(&a, MARKUP, |block| {
-                    (block.len() > MARKUP_MAX && !block.contains("[tool markup compacted")).then(|| {
-                        format!(
-                            "{}…[tool markup compacted, {} chars]",
-                            salvage_types::truncate::head(block, 120),
-                            block.len()
-                        )
-                    })
-                });
-                if b.len() < before {
-                    if archiver.enabled() && !has_marker(&m.content) {
-                        if let Some(k) = archiver.put(m.content.as_bytes())? {
-                            let mut c = b.trim().to_string();
-                            c.push_str(&recoverable_suffix(&k));
-                            if c.len() < before {
-                                m.content = c;
-                            }
-                        }
-                    } else {
-                        m.content = b.trim().to_string();
-                    }
+                let (mut n1, mut n2) = (0, 0);
+                let reduced = archiver.reduce(&m.content, |body, _| {
+                    let (a, s1) = strip_blocks(body, REASONING, |_| Some(String::new()));
+                    let (b, s2) = strip_blocks(&a, MARKUP, |block| {
+                        (block.len() > MARKUP_MAX && !block.contains("[tool markup compacted")).then(|| {
+                            format!(
+                                "{}…[tool markup compacted, {} chars]",
+                                salvage_types::truncate::head(block, 120),
+                                block.len()
+                            )
+                        })
+                    });
+                    (n1, n2) = (s1, s2);
+                    (b.len() < body.len()).then(|| b.trim().to_string())
+                })?;
+                if let Some(c) = reduced {
+                    m.content = c;
                     r.reasoning += n1;
                     r.markup += n2;
                 }
@@ -102,12 +96,13 @@ pub fn trim(
             Role::Assistant => {}
             Role::Tool | Role::User => {
                 let feedback = m.role == Role::Tool || m.meta.agent_feedback;
-                if feedback && m.content.len() > FEEDBACK_MAX && !has_marker(&m.content) {
-                    let mut p = crate::tool_budget::preview(&m.content);
-                    if let Some(k) = archiver.put(m.content.as_bytes())? {
-                        p.push_str(&recoverable_suffix(&k));
-                    }
-                    if p.len() < before {
+                if feedback
+                    && m.content.len() > FEEDBACK_MAX
+                    && archiver.archived_original(&m.content).is_none()
+                {
+                    if let Some(p) =
+                        archiver.reduce(&m.content, |body, _| Some(crate::tool_budget::preview(body)))?
+                    {
                         m.content = p;
                         r.shortened += 1;
                     }

@@ -9,7 +9,11 @@ use serde_json::Value;
 #[test]
 fn every_real_error_body_is_classified() {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/provider-errors");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
     files.sort();
     let names: Vec<String> =
         files.iter().map(|p| p.file_stem().unwrap().to_string_lossy().to_string()).collect();
@@ -27,6 +31,16 @@ fn every_real_error_body_is_classified() {
         "akamai",
         "aws-sdk-html",
         "resets",
+        "huggingface-tgi",
+        "vllm",
+        "llamacpp",
+        "openrouter",
+        "azure",
+        "axios",
+        "transport-node",
+        "transport-python",
+        "transport-go",
+        "word-boundary-traps",
     ] {
         assert!(names.iter().any(|n| n == style), "testdata/provider-errors/{style}.json exists");
     }
@@ -35,12 +49,15 @@ fn every_real_error_body_is_classified() {
         let cases: Vec<Value> = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
         assert!(!cases.is_empty());
         for c in cases {
+            let source = c["source"].as_str().unwrap_or("");
+            assert!(!source.is_empty(), "{}: {} names no source", f.display(), c["name"]);
             let input = FailureInput {
                 status: c["status"].as_u64().map(|s| u16::try_from(s).unwrap()),
                 message: c["message"].as_str().unwrap().to_string(),
                 transport: c["transport"].as_str().map(str::to_string),
                 history_bytes: c["history_bytes"].as_u64().unwrap(),
                 rejected_request_bytes: None,
+                payload_path_seen: false,
             };
             let got = classify(&input);
             assert_eq!(
@@ -54,5 +71,5 @@ fn every_real_error_body_is_classified() {
             n += 1;
         }
     }
-    assert!(n >= 30, "{n} cases");
+    assert!(n >= 90, "{n} cases");
 }

@@ -4,7 +4,7 @@ use crate::driver::Run;
 use salvage_ccr::{Ccr, SystemClock};
 use salvage_journal::Journal;
 use salvage_recovery::payload::NOTICE_MARKER;
-use salvage_types::capture::{Expect, Outcome};
+use salvage_types::capture::{Capture, Expect, Outcome};
 use salvage_types::CcrKey;
 use serde::Serialize;
 
@@ -23,12 +23,43 @@ fn check(name: &str, ok: bool, detail: String) -> Check {
     Check { name: name.to_string(), ok, detail }
 }
 
-/// Runs every check of a run against the journal it wrote.
-pub fn run_checks(run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check> {
-    let mut out = Vec::new();
-    // 0. Fidelity.
+/// Check 0, fidelity: attempt 0 is the captured request as sent, its simulated size is the size
+/// the capture recorded, and a request the capture's own upstream must reject is rejected.
+fn fidelity(run: &Run, capture: &Capture) -> Check {
+    let Some(first) = run.sent.first() else {
+        return check("fidelity", true, "no request was sent".into());
+    };
+    let captured_failure = run.captured_class.is_some();
+    if captured_failure && !first.as_sent {
+        return check("fidelity", false, "attempt 0 was not the captured request as sent".into());
+    }
+    if let Some(want) = capture.request.as_ref().and_then(|r| r.bytes) {
+        if first.bytes != want {
+            return check(
+                "fidelity",
+                false,
+                format!(
+                    "attempt 0 weighs {} B in the replay but the request as sent was {want} B",
+                    first.bytes
+                ),
+            );
+        }
+    }
+    let must_reject = capture
+        .upstream
+        .gateway
+        .as_ref()
+        .and_then(|g| g.max_body_bytes)
+        .is_some_and(|max| capture.request.as_ref().and_then(|r| r.bytes).unwrap_or(first.bytes) > max);
+    if must_reject && first.accepted {
+        return check(
+            "fidelity",
+            false,
+            "the capture's gateway must reject attempt 0 but the simulation accepted it".into(),
+        );
+    }
     match (run.first_class, run.captured_class) {
-        (Some((sim, true)), Some(captured)) => out.push(check(
+        (Some((sim, true)), Some(captured)) => check(
             "fidelity",
             sim == captured,
             if sim == captured {
@@ -36,14 +67,24 @@ pub fn run_checks(run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check>
             } else {
                 format!("simulated rejection is {sim} but the capture says {captured}")
             },
-        )),
-        (Some((_, false)), _) => out.push(check(
+        ),
+        (Some((_, false)), _) if must_reject => check(
+            "fidelity",
+            false,
+            "the capture's gateway must reject attempt 0 but the simulation accepted it".into(),
+        ),
+        (Some((_, false)), _) => check(
             "fidelity",
             true,
             "the simulation accepts attempt 0: the captured failure was replayed as recorded".into(),
-        )),
-        _ => out.push(check("fidelity", true, "no rejection to compare".into())),
+        ),
+        _ => check("fidelity", true, "no rejection to compare".into()),
     }
+}
+
+/// Runs every check of a run against the journal it wrote.
+pub fn run_checks(run: &Run, capture: &Capture, journal: &Journal, max_attempts: u32) -> Vec<Check> {
+    let mut out = vec![fidelity(run, capture)];
     // 1. Convergence.
     let sizes: Vec<String> = run
         .sent
@@ -81,13 +122,15 @@ pub fn run_checks(run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check>
         _ => out.push(check("task_kept", true, "no accepted request".into())),
     }
     // 3. Pairing valid in every request.
+    // The captured request itself (attempt 0 as sent) is what the client sent, valid or not.
+    let built = run.sent.iter().filter(|s| !s.as_sent).count();
     let bad: Vec<usize> =
-        run.sent.iter().enumerate().filter(|(_, s)| !s.pairing_ok).map(|(i, _)| i).collect();
+        run.sent.iter().enumerate().filter(|(_, s)| !s.as_sent && !s.pairing_ok).map(|(i, _)| i).collect();
     out.push(check(
         "pairing",
         bad.is_empty(),
         if bad.is_empty() {
-            format!("valid in all {} request(s)", run.sent.len())
+            format!("valid in all {built} request(s) salvage built")
         } else {
             format!("invalid in request(s) {bad:?}")
         },
@@ -115,6 +158,10 @@ pub fn run_checks(run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check>
             format!("unresolved: {}", missing.join(", "))
         },
     ));
+    // 4b. Nothing lost: every input message's content is rebuilt from the final history, in place
+    // or through markers (transcripts included); every marker the model was sent is referenced by
+    // a journal event, so retention keeps it.
+    out.push(recoverable(run, capture, journal, &ccr, &all));
     // 5. Rewind accounting from the journal.
     let mut problems = Vec::new();
     for (seq, before) in &run.rewrites {
@@ -168,6 +215,44 @@ pub fn run_checks(run: &Run, journal: &Journal, max_attempts: u32) -> Vec<Check>
     ));
     out.push(check("cap_tightens", tightening, format!("caps {:?}", run.caps)));
     out
+}
+
+fn recoverable(run: &Run, capture: &Capture, journal: &Journal, ccr: &Ccr<'_>, sent: &[&str]) -> Check {
+    let lookup = |k: &str| ccr.get(k).ok();
+    let lost = salvage_recovery::recoverable::lost(&capture.history, &run.history, &lookup);
+    let mut problems: Vec<String> = lost
+        .iter()
+        .take(5)
+        .map(|l| format!("input message {} ({}, {} B) cannot be rebuilt", l.index, l.role, l.bytes))
+        .collect();
+    if lost.len() > 5 {
+        problems.push(format!("and {} more", lost.len() - 5));
+    }
+    match journal.referenced_blobs(&run.session) {
+        Ok(refs) => {
+            let unreferenced: Vec<&&str> =
+                sent.iter().filter(|k| !refs.iter().any(|r| r.short() == ***k)).collect();
+            if !unreferenced.is_empty() {
+                problems.push(format!(
+                    "marker(s) sent to the model but referenced by no event: {}",
+                    unreferenced.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        Err(e) => problems.push(format!("cannot read the session's references: {e}")),
+    }
+    check(
+        "recoverable",
+        problems.is_empty(),
+        if problems.is_empty() {
+            format!(
+                "all {} input message(s) rebuild from the final history and the archive",
+                capture.history.len()
+            )
+        } else {
+            problems.join("; ")
+        },
+    )
 }
 
 /// Compares the run with `expect`: `(met, what differs)`.

@@ -125,7 +125,7 @@ pub fn run_one(
     let run: Run = replay(capture, journal, Options { summarizer, hooks, start, session, rung3_keep })
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let max = salvage_types::Config::from_env(&capture.settings).max_recovery_attempts;
-    let checks = run_checks(&run, journal, max);
+    let checks = run_checks(&run, capture, journal, max);
     let (met, diffs) = match &capture.expect {
         Some(e) => {
             let (m, d) = compare(e, &run);

@@ -141,7 +141,12 @@ impl Simulated {
     }
 
     /// Whether a request would be rejected, without consuming a scripted response.
-    pub fn judge(&self, body_bytes: u64, history: &[Message]) -> Result<(u64, u64, u64), Rejection> {
+    pub fn judge(
+        &self,
+        body_bytes: u64,
+        history: &[Message],
+        context_management: bool,
+    ) -> Result<(u64, u64, u64), Rejection> {
         if let Some(g) = &self.spec.gateway {
             if let Some(max) = g.max_body_bytes {
                 if body_bytes > max {
@@ -150,7 +155,9 @@ impl Simulated {
             }
         }
         let window = self.spec.model.as_ref().and_then(|m| m.context_window_tokens);
-        let edit_trigger = self.edits.as_ref().map(|e| e.trigger_input_tokens);
+        // The provider edits only a request that asks for it (the beta field).
+        let edits = self.edits.as_ref().filter(|_| context_management);
+        let edit_trigger = edits.map(|e| e.trigger_input_tokens);
         // Counting can stop past the window unless context editing may clear part of it.
         let limit = match (window, edit_trigger) {
             (Some(w), None) => w,
@@ -158,7 +165,7 @@ impl Simulated {
         };
         let (tokens, _) = count_tokens_until(history, limit);
         let (mut effective, mut cleared_uses, mut cleared_tokens) = (tokens, 0, 0);
-        if let Some(e) = &self.edits {
+        if let Some(e) = edits {
             let n = salvage_recovery::context_edit::tool_uses_to_clear(history, e, tokens);
             if n > 0 {
                 // The provider clears the oldest tool results: count what that saves.
@@ -195,8 +202,8 @@ impl Simulated {
     }
 
     /// Sends a request: judged, and when accepted answered with the next scripted reply.
-    pub fn send(&mut self, body_bytes: u64, history: &[Message]) -> Answer {
-        match self.judge(body_bytes, history) {
+    pub fn send(&mut self, body_bytes: u64, history: &[Message], context_management: bool) -> Answer {
+        match self.judge(body_bytes, history, context_management) {
             Err(r) => Answer::Rejected(r),
             Ok((input_tokens, cleared_tool_uses, cleared_tokens)) => {
                 let r = self.responses.pop_front().unwrap_or(ScriptedResponse {

@@ -113,6 +113,50 @@ pub fn recoverable_suffix(key: &CcrKey) -> String {
     format!("\n[full content recoverable via @recall {}]", key.marker())
 }
 
+/// The prefixes of the one-line stubs salvage writes for content it replaced whole (microcompact,
+/// dedup and context-edit stubs, aged skills, aged recall results).
+pub const OWN_STUB_PREFIXES: &[&str] = &[
+    "[Old tool result cleared — ",
+    "[Skill block aged out — ",
+    "[Recalled content aged out of the window — ",
+];
+
+fn is_short_key(k: &str) -> bool {
+    k.len() == MARKER_HEX_LEN && k.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The key of the archived original a text says it was made from, when the text is in a form
+/// salvage itself writes: it ends with the recoverable suffix (`\n[full content recoverable via
+/// @recall <<ccr:KEY>>]`), or it is one of salvage's one-line stubs ([`OWN_STUB_PREFIXES`]) that
+/// ends with a marker. A text that merely quotes a marker (a log line, a pasted marker) gives
+/// `None`. Callers must still check that their archive holds the key: provenance is "our form
+/// **and** a key we archived", never the form alone.
+pub fn own_archive_key(text: &str) -> Option<&str> {
+    const SUFFIX_OPEN: &str = "\n[full content recoverable via @recall <<ccr:";
+    if let Some(rest) = text.strip_suffix(">>]") {
+        if let Some(at) = rest.rfind(SUFFIX_OPEN) {
+            let k = rest.get(at.saturating_add(SUFFIX_OPEN.len())..).unwrap_or("");
+            if is_short_key(k) {
+                return Some(k);
+            }
+        }
+    }
+    if text.contains('\n') || !OWN_STUB_PREFIXES.iter().any(|p| text.starts_with(p)) {
+        return None;
+    }
+    let body = text.strip_suffix(']').unwrap_or(text).strip_suffix(MARKER_CLOSE)?;
+    let at = body.rfind(MARKER_OPEN)?;
+    let k = body.get(at.saturating_add(MARKER_OPEN.len())..)?;
+    is_short_key(k).then_some(k)
+}
+
+/// The text before salvage's recoverable suffix, when the text ends with one.
+pub fn strip_recoverable_suffix(text: &str) -> Option<&str> {
+    let k = own_archive_key(text)?;
+    let suffix = format!("\n[full content recoverable via @recall {}]", marker_for(k));
+    text.strip_suffix(suffix.as_str())
+}
+
 /// The canonical markers (`<<ccr:` + 16 lowercase hex + `>>`) in a text, in order, repeats kept.
 pub fn find_markers(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
@@ -149,6 +193,26 @@ mod tests {
         assert_eq!(k.hex().len(), 64);
         assert_eq!(k.marker(), format!("<<ccr:{}>>", &k.hex()[..16]));
         assert_eq!(CcrKey::from_hex(&k.hex().to_uppercase()), Some(k));
+    }
+
+    #[test]
+    fn own_forms_are_told_from_quotes() {
+        let k = CcrKey::of(b"original");
+        let cut = format!("head ... tail{}", recoverable_suffix(&k));
+        assert_eq!(own_archive_key(&cut), Some(k.short().as_str()));
+        assert_eq!(strip_recoverable_suffix(&cut), Some("head ... tail"));
+        let stub = format!("[Old tool result cleared — 3 lines, 20 chars, text] {}", k.marker());
+        assert_eq!(own_archive_key(&stub), Some(k.short().as_str()));
+        let dedup = format!(
+            "[Old tool result cleared — a.rs (all) superseded — recoverable via @recall {}]",
+            k.marker()
+        );
+        assert_eq!(own_archive_key(&dedup), Some(k.short().as_str()));
+        // Quoting a marker, even our whole suffix in the middle of a text, is not our form.
+        assert_eq!(own_archive_key(&format!("see {} in the log", k.marker())), None);
+        assert_eq!(own_archive_key(&format!("{}\nand then more", recoverable_suffix(&k))), None);
+        assert_eq!(own_archive_key(&format!("log: {}", k.marker())), None);
+        assert_eq!(own_archive_key(&format!("x\n[Old tool result cleared — {}", k.marker())), None);
     }
 
     #[test]

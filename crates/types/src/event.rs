@@ -30,6 +30,30 @@ impl Cost {
 }
 
 crate::string_enum! {
+    /// The floor diagnosis's verdict (behaviour spec section 3).
+    pub enum FloorVerdict {
+        /// The base is well under the rejected size.
+        Ok => "ok",
+        /// The base is at least three quarters of the rejected size: warn and go on.
+        Warn => "warn",
+        /// The base meets the rejected size: compaction cannot help.
+        FailFast => "fail_fast",
+    }
+}
+
+/// A setting whose value was invalid, so its default stands (behaviour spec section 10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InvalidSetting {
+    /// The variable, e.g. `CHATCLI_MAX_RECOVERY_ATTEMPTS`.
+    pub name: String,
+    /// The raw value as given.
+    pub raw: String,
+    /// Why it is invalid and what is used instead.
+    pub why: String,
+}
+
+crate::string_enum! {
     /// How a compaction, attempt or hook ended.
     pub enum StepOutcome {
         /// The history was rewritten.
@@ -69,6 +93,9 @@ pub enum EventBody {
         settings: BTreeMap<String, String>,
         /// The payload cap configured at the start.
         cap: Option<u64>,
+        /// Settings that were invalid (their default stands), reported once.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        invalid_settings: Vec<InvalidSetting>,
     },
     /// Messages were appended (the history delta carries them).
     MessageAppended {
@@ -138,11 +165,15 @@ pub enum EventBody {
     /// The floor diagnosis ran.
     FloorDiagnosis {
         /// `ok`, `warn` or `fail_fast`.
-        verdict: String,
+        verdict: FloorVerdict,
         /// Bytes of the smallest possible request.
         floor_bytes: u64,
         /// The rejected size.
         rejected: u64,
+        /// What the base is made of (`system_prompt`, `tool_definitions_and_envelope`, `task`),
+        /// bytes each.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        parts: BTreeMap<String, u64>,
     },
     /// The payload notice was appended.
     NoticeInjected {},
@@ -246,7 +277,7 @@ pub enum EventBody {
     /// A response was appended (the delta carries it).
     ResponseReceived {
         /// Stop reason.
-        stop_reason: String,
+        stop_reason: crate::capture::StopReason,
         /// Output tokens.
         output_tokens: Option<u64>,
     },
@@ -281,7 +312,13 @@ impl EventBody {
 
     /// The kind's format version: bump it (and keep reading the old one) when a shape changes.
     pub fn kind_version(&self) -> u32 {
-        1
+        match self {
+            // v2: `invalid_settings` (optional; v1 bodies read as an empty list).
+            EventBody::SessionStarted { .. } => 2,
+            // v2: a typed verdict and the `parts` of the base (optional; v1 bodies read as none).
+            EventBody::FloorDiagnosis { .. } => 2,
+            _ => 1,
+        }
     }
 
     /// One line for a timeline, e.g. `recovery attempt 2 rung 2: 4.2 MB → 1.1 MB, 3 archived`.
@@ -327,7 +364,7 @@ impl EventBody {
                 }
             }
             EventBody::CapLearned { message, .. } => message.clone(),
-            EventBody::FloorDiagnosis { verdict, floor_bytes, rejected } => {
+            EventBody::FloorDiagnosis { verdict, floor_bytes, rejected, .. } => {
                 format!("floor {verdict}: base {} vs rejected {}", b(*floor_bytes), b(*rejected))
             }
             EventBody::NoticeInjected {} => "payload notice injected".into(),

@@ -16,6 +16,11 @@ fn one_of_each() -> Vec<EventBody> {
             context_window: Some(200_000),
             settings,
             cap: Some(5_242_880),
+            invalid_settings: vec![salvage_types::event::InvalidSetting {
+                name: "CHATCLI_MAX_RECOVERY_ATTEMPTS".into(),
+                raw: "abc".into(),
+                why: "\"abc\" is not a positive integer; using 3".into(),
+            }],
         },
         EventBody::MessageAppended { count: 2 },
         EventBody::RequestSent {
@@ -45,7 +50,17 @@ fn one_of_each() -> Vec<EventBody> {
             archived: vec!["d74981efa70a0c88".into()],
         },
         EventBody::CapLearned { cap: 97_075, previous: None, rejected: Some(129_434), message: "cap".into() },
-        EventBody::FloorDiagnosis { verdict: "ok".into(), floor_bytes: 100, rejected: 1000 },
+        EventBody::FloorDiagnosis {
+            verdict: salvage_types::event::FloorVerdict::Ok,
+            floor_bytes: 100,
+            rejected: 1000,
+            parts: [
+                ("system_prompt".to_string(), 60),
+                ("tool_definitions_and_envelope".to_string(), 30),
+                ("task".to_string(), 10),
+            ]
+            .into(),
+        },
         EventBody::NoticeInjected {},
         EventBody::Microcompact { truncated: 3, summarized: 2, freed_bytes: 1_700_000 },
         EventBody::Dedup { stubbed: 1, freed_bytes: 10 },
@@ -74,7 +89,10 @@ fn one_of_each() -> Vec<EventBody> {
             keys: vec!["ab".repeat(32)],
             counts: [("aws_access_key".to_string(), 1u64)].into(),
         },
-        EventBody::ResponseReceived { stop_reason: "end_turn".into(), output_tokens: Some(12) },
+        EventBody::ResponseReceived {
+            stop_reason: salvage_types::capture::StopReason::EndTurn,
+            output_tokens: Some(12),
+        },
     ]
 }
 
@@ -88,7 +106,11 @@ fn every_kind_has_a_locked_shape() {
     for e in &events {
         let json = serde_json::to_value(e).unwrap();
         assert_eq!(json["kind"], e.kind(), "the kind field is the kind's name");
-        assert_eq!(e.kind_version(), 1);
+        let expected = match e.kind() {
+            "session_started" | "floor_diagnosis" => 2,
+            _ => 1,
+        };
+        assert_eq!(e.kind_version(), expected, "{}", e.kind());
         let back: EventBody = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(&back, e, "{} round-trips", e.kind());
         rendered.push_str(&serde_json::to_string(&json).unwrap());

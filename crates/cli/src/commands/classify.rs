@@ -39,6 +39,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             transport: args.transport,
             history_bytes: args.history_bytes.unwrap_or(0),
             rejected_request_bytes: None,
+            payload_path_seen: false,
         }
     };
     let c = classify(&input);

@@ -1,0 +1,153 @@
+//! The replay's checks, each shown failing on the input meant to break it, and the turn rules of
+//! the guarantees (no identical retry, as-sent attempt 0) through the real driver and journal.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use salvage_journal::Journal;
+use salvage_recovery::compaction::NoHooks;
+use salvage_recovery::summarizer::Builtin;
+use salvage_replay::checks::{run_checks, Check};
+use salvage_replay::driver::{replay, Options, Run};
+use salvage_types::capture::{read_capture, Capture, Gateway, RejectStyle, Request, RequestFormat};
+use salvage_types::{Message, ToolCall};
+
+fn corpus(id: &str) -> Capture {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../testdata/corpus/{id}.json"));
+    read_capture(&p).unwrap()
+}
+
+fn run(capture: &Capture, journal: &mut Journal) -> Run {
+    let mut s = Builtin;
+    let mut h = NoHooks;
+    let opts = Options {
+        summarizer: &mut s,
+        hooks: &mut h,
+        start: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+        session: format!("t-{}", capture.id),
+        rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
+    };
+    replay(capture, journal, opts).unwrap()
+}
+
+fn get<'a>(checks: &'a [Check], name: &str) -> &'a Check {
+    checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("check {name}"))
+}
+
+#[test]
+fn recoverable_fails_when_a_message_is_lost() {
+    let c = corpus("gateway-http413-reported");
+    let mut j = Journal::in_memory().unwrap();
+    let mut r = run(&c, &mut j);
+    assert!(get(&run_checks(&r, &c, &j, 3), "recoverable").ok);
+    // A history that silently dropped a tool result (never archived) is caught.
+    let victim = c.history.iter().rposition(|m| m.role == salvage_types::Role::Tool).unwrap();
+    let lost = c.history[victim].content.clone();
+    r.history.retain(|m| m.content != lost);
+    r.history.push(Message::user(lost[..lost.len() / 2].to_string()));
+    let checks = run_checks(&r, &c, &j, 3);
+    let rec = get(&checks, "recoverable");
+    assert!(!rec.ok, "{}", rec.detail);
+    assert!(rec.detail.contains(&format!("input message {victim}")), "{}", rec.detail);
+}
+
+#[test]
+fn recoverable_fails_when_a_sent_marker_is_referenced_by_no_event() {
+    let c = corpus("gateway-http413-reported");
+    let mut j = Journal::in_memory().unwrap();
+    let mut r = run(&c, &mut j);
+    // A blob in the archive that no event references, whose marker the model was sent: retention
+    // could evict it.
+    let clock = salvage_ccr::SystemClock;
+    let key = salvage_ccr::Ccr::new(j.conn(), &clock).put(b"an orphan blob").unwrap().key;
+    r.sent.last_mut().unwrap().markers.push(key.short());
+    let checks = run_checks(&r, &c, &j, 3);
+    let rec = get(&checks, "recoverable");
+    assert!(!rec.ok && rec.detail.contains("referenced by no event"), "{}", rec.detail);
+}
+
+#[test]
+fn fidelity_fails_when_the_replayed_size_is_not_the_size_as_sent() {
+    let mut c = corpus("gateway-http413-reported");
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    let first = r.sent[0].bytes;
+    c.request =
+        Some(Request { format: RequestFormat::Anthropic, bytes: Some(first), fields: Default::default() });
+    assert!(get(&run_checks(&r, &c, &j, 3), "fidelity").ok);
+    c.request = Some(Request {
+        format: RequestFormat::Anthropic,
+        bytes: Some(first + 1),
+        fields: Default::default(),
+    });
+    let f = run_checks(&r, &c, &j, 3);
+    assert!(!get(&f, "fidelity").ok, "{}", get(&f, "fidelity").detail);
+}
+
+#[test]
+fn fidelity_fails_when_the_gateway_must_reject_but_the_replay_accepts() {
+    // The request as sent was 331 KB; the replay weighs a few KB and the gateway accepts it.
+    let mut c = corpus("gateway-http413-reported");
+    c.history.truncate(2);
+    c.failure.rejected_request_bytes = None;
+    c.upstream.gateway = Some(Gateway {
+        max_body_bytes: Some(131_072),
+        rejects_with: RejectStyle::Http413,
+        reports_request_size: false,
+    });
+    c.request =
+        Some(Request { format: RequestFormat::Anthropic, bytes: Some(331_000), fields: Default::default() });
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    let f = run_checks(&r, &c, &j, 3);
+    assert!(!get(&f, "fidelity").ok, "{}", get(&f, "fidelity").detail);
+}
+
+#[test]
+fn attempt_zero_is_the_request_as_captured() {
+    // A captured request with a 60 KB tool result (over the 20 000-char budget) and an orphan
+    // result: attempt 0 sends it exactly — no budget, no pairing repair.
+    let mut c = corpus("gateway-http413-reported");
+    let mut call = Message::assistant("");
+    call.tool_calls.push(ToolCall {
+        id: "big".into(),
+        kind: "function".into(),
+        name: "read_file".into(),
+        arguments: serde_json::json!({"path": "big.log"}),
+    });
+    c.history.push(call);
+    c.history.push(Message::tool("big", "x".repeat(60_000)));
+    c.history.push(Message::tool("nobody", "orphan"));
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    assert!(r.sent[0].as_sent);
+    let head = j.view_at(&r.session, 1).unwrap().history;
+    assert_eq!(head, c.history, "the journal starts from the capture's history");
+    let expected = salvage_replay::driver::body_bytes(&c, &c.history, 8_192, false);
+    assert_eq!(r.sent[0].bytes, expected, "attempt 0 weighs the captured history, unbudgeted");
+}
+
+#[test]
+fn no_identical_request_is_ever_resent() {
+    // Nothing left to compact and a huge attempts setting: every rung is a no-op on the request,
+    // so nothing is re-sent and the attempts run out without 64 identical requests.
+    let mut c = corpus("gateway-http413-reported");
+    c.history = vec![Message::system("s".repeat(200)), Message::user("fix the flaky test")];
+    c.settings.insert("CHATCLI_MAX_RECOVERY_ATTEMPTS".into(), "1000".into());
+    c.failure = salvage_types::capture::Failure {
+        status: Some(400),
+        message: "prompt is too long: 300000 tokens > 200000 maximum".into(),
+        transport: None,
+        rejected_request_bytes: None,
+    };
+    c.upstream.gateway = None;
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    assert_eq!(
+        r.sent.len(),
+        1,
+        "only the captured request was sent: {:?}",
+        r.sent.iter().map(|s| s.bytes).collect::<Vec<_>>()
+    );
+    assert_eq!(r.outcome, salvage_types::capture::Outcome::Exhausted);
+    assert_eq!(r.attempts, 1000);
+}
