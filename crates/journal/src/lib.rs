@@ -146,6 +146,10 @@ pub struct NewEvent {
     pub parent: Parent,
     /// CCR blobs the event references (kept from eviction).
     pub blobs: Vec<CcrKey>,
+    /// Originals to archive in the event's own transaction and reference like `blobs`: no
+    /// moment exists in which they are stored but unreferenced, so a concurrent `ccr gc` cannot
+    /// take them whatever its grace period.
+    pub archive: Vec<Vec<u8>>,
 }
 
 impl NewEvent {
@@ -158,6 +162,7 @@ impl NewEvent {
             history: HistoryChange::None,
             parent: Parent::Head,
             blobs: Vec::new(),
+            archive: Vec::new(),
         }
     }
 
@@ -170,6 +175,12 @@ impl NewEvent {
     /// With referenced blobs.
     pub fn with_blobs(mut self, blobs: Vec<CcrKey>) -> NewEvent {
         self.blobs = blobs;
+        self
+    }
+
+    /// With originals archived (and referenced) in the event's transaction.
+    pub fn with_archive(mut self, archive: Vec<Vec<u8>>) -> NewEvent {
+        self.archive = archive;
         self
     }
 }
@@ -585,7 +596,15 @@ impl Journal {
                 }
                 other => JournalError::Sql { op: "append", source: other },
             })?;
-            for k in &e.blobs {
+            let mut keys = e.blobs.clone();
+            for bytes in &e.archive {
+                let k =
+                    Ccr::new(&tx, &clock).put(bytes).map_err(|x| JournalError::Invalid(x.to_string()))?.key;
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+            for k in &keys {
                 let ccr = Ccr::new(&tx, &clock);
                 if !ccr.contains(k).map_err(|x| JournalError::Invalid(x.to_string()))? {
                     return Err(JournalError::MissingBlob(k.hex()));

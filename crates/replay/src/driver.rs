@@ -153,31 +153,33 @@ impl Driver<'_> {
         self.start + Duration::milliseconds(self.n)
     }
 
-    /// Moves blobs archived in memory into CCR (the journal's file), returning their keys.
-    fn flush(&mut self, keys: &[CcrKey]) -> Result<Vec<CcrKey>, ReplayError> {
-        // The archive's times are wall-clock times of the write, not the replay's injected
-        // clock: retention (`ccr gc` in another process) measures each blob's grace period from
-        // them, so a blob written late in a long replay is not already past its grace.
+    /// The originals of blobs archived in memory that the journal does not hold yet, to be
+    /// archived in the transaction of the event that references them (so `ccr gc` never sees
+    /// them stored but unreferenced), and the keys to reference.
+    fn flush(&mut self, keys: &[CcrKey]) -> Result<(Vec<CcrKey>, Vec<Vec<u8>>), ReplayError> {
         let clock = salvage_ccr::SystemClock;
         let ccr = Ccr::new(self.journal.conn(), &clock);
         let mut out = Vec::new();
+        let mut archive = Vec::new();
         for k in keys {
             if !self.flushed.contains(k) {
-                if let Some(bytes) = self.mem.borrow().get(&k.short()) {
-                    ccr.put(&bytes).map_err(|e| ReplayError::Archive(e.to_string()))?;
-                } else if ccr.get(&k.short()).is_err() {
-                    return Err(ReplayError::Archive(format!("blob {} vanished", k.short())));
+                // An original already in the file (from another session) is archived again
+                // too: the put is idempotent and restores it if a gc took it meanwhile.
+                let bytes = self.mem.borrow().get(&k.short()).or_else(|| ccr.get(&k.short()).ok());
+                match bytes {
+                    Some(b) => archive.push(b),
+                    None => return Err(ReplayError::Archive(format!("blob {} vanished", k.short()))),
                 }
                 self.flushed.insert(*k);
             }
             out.push(*k);
         }
-        Ok(out)
+        Ok((out, archive))
     }
 
     /// Journals one record of the engine, keeping the driver's view of the run.
     fn record(&mut self, r: Record, title: &str, capture_id: &str) -> Result<(), ReplayError> {
-        let blobs = self.flush(&r.blobs)?;
+        let (blobs, archive) = self.flush(&r.blobs)?;
         let before = history_digest(&self.run.history);
         let change = match r.change {
             Change::None => HistoryChange::None,
@@ -199,7 +201,7 @@ impl Driver<'_> {
         self.observe(&r.event);
         let id = format!("{}#{}", self.session, self.n);
         let ts = self.ts();
-        let e = NewEvent::new(id, ts, r.event).with_history(change).with_blobs(blobs);
+        let e = NewEvent::new(id, ts, r.event).with_history(change).with_blobs(blobs).with_archive(archive);
         if matches!(e.body, EventBody::SessionStarted { .. }) {
             self.version = self.journal.start_session_from(&self.session, title, Some(capture_id), e)?.seq;
         } else {

@@ -447,11 +447,15 @@ fn inspect(path: &Path) -> Result<Found, StoreError> {
         Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
             .map_err(open_err)?;
     let _ = conn.busy_timeout(Duration::from_secs(30));
+    // One read transaction: a migration committed by another process between the two reads
+    // would otherwise show tables without their version.
+    conn.execute_batch("BEGIN").map_err(open_err)?;
     let version = user_version(&conn).map_err(open_err)?;
     let names: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
         .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect())
         .map_err(open_err)?;
+    let _ = conn.execute_batch("COMMIT");
     if version == 0 && names.is_empty() {
         return Ok(Found::Empty);
     }

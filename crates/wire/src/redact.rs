@@ -164,7 +164,7 @@ pub const RULES: &[Rule] = &[
     ),
     keyed(
         "env_secret",
-        r#"(?i)(?:^|[^A-Za-z0-9])(?:export\s+)?[A-Z0-9_.-]*(?:password|passwd|pwd|secret|token|api_?key|apikey|access_?key|private_?key|auth|credentials?)[A-Z0-9_.-]*\s*=\s*["']?([^\s"'`;&|]{4,})"#,
+        r#"(?i)(?:^|[^A-Za-z0-9])(?:export\s+)?[A-Z0-9_.-]*(?:password|passwd|pwd|secret|token|api_?key|apikey|access_?key|private_?key|auth_?key|credentials?)[A-Z0-9_.-]*\s*=\s*["']?([^\s"'`;&|]{4,})"#,
     ),
     keyed(
         "yaml_secret",
@@ -570,6 +570,7 @@ mod tests {
             "![img](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==)",
             "the token: next one please",
             "secret_santa = true",
+            "?author=JaneDoe42&page=2",
         ] {
             let mut c = Counts::new();
             assert_eq!(redact_text(text, &mut c), text, "{c:?}");
