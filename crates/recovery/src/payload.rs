@@ -93,7 +93,7 @@ pub fn floor(floor_bytes: u64, rejected: u64) -> FloorDiagnosis {
     floor_of(&FloorParts { system_prompt: floor_bytes, ..FloorParts::default() }, floor_bytes, rejected)
 }
 
-/// What the non-compactable base of a request is made of, bytes each ([better] section 3): the
+/// What the non-compactable base of a request is made of, bytes each (\[better\] section 3): the
 /// system messages as they appear in the body, the tool definitions with the rest of the request
 /// envelope, and the task as rung 3 would send it (capped at 4 000 bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
