@@ -412,26 +412,31 @@ impl Journal {
         session: &str,
         events: &[NewEvent],
     ) -> Result<Option<Vec<Appended>>, JournalError> {
+        let Some(first) = events.first() else { return Ok(None) };
         let mut st = self
             .conn()
-            .prepare_cached("SELECT session_id, seq, hash FROM events WHERE event_id = ?1")
+            .prepare_cached("SELECT session_id, seq, hash, ts, body FROM events WHERE event_id = ?1")
             .map_err(sql("append"))?;
-        let first: Option<(String, i64, Vec<u8>)> = st
-            .query_row([&events[0].event_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()
-            .map_err(sql("append"))?;
-        let Some((s, _, _)) = first else { return Ok(None) };
+        type Found = (String, i64, Vec<u8>, String, Vec<u8>);
+        let find =
+            |st: &mut rusqlite::CachedStatement<'_>, id: &str| -> Result<Option<Found>, JournalError> {
+                st.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+                    .optional()
+                    .map_err(sql("append"))
+            };
+        let Some((s, ..)) = find(&mut st, &first.event_id)? else { return Ok(None) };
         if s != session {
-            return Err(JournalError::IdReused(events[0].event_id.clone()));
+            return Err(JournalError::IdReused(first.event_id.clone()));
         }
         let mut out = Vec::new();
         for e in events {
-            let row: Option<(String, i64, Vec<u8>)> = st
-                .query_row([&e.event_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .optional()
-                .map_err(sql("append"))?;
-            match row {
-                Some((s, seq, hash)) if s == session => {
+            // A retry is the same event: same time and the same body. Anything else reusing the
+            // id is refused instead of silently answered with the original.
+            let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
+            match find(&mut st, &e.event_id)? {
+                Some((s, seq, hash, ts, stored))
+                    if s == session && ts == rfc3339(&e.ts) && stored == body =>
+                {
                     out.push(Appended { seq: u(seq), hash: to32(&hash), inserted: false })
                 }
                 _ => return Err(JournalError::IdReused(e.event_id.clone())),

@@ -97,6 +97,12 @@ fn retried_appends_are_idempotent_and_conflicts_are_typed() {
     let retry = j.append("s", Some(1), vec![e]).unwrap();
     assert_eq!((first[0].seq, retry[0].seq, retry[0].inserted), (2, 2, false));
     assert_eq!(first[0].hash, retry[0].hash);
+    // The same id with another body (or time) is not a retry: refused, never answered with the
+    // original.
+    let other = NewEvent::new("b", ts(1), EventBody::MessageAppended { count: 2 });
+    assert!(matches!(j.append("s", Some(2), vec![other]), Err(JournalError::IdReused(id)) if id == "b"));
+    let later = NewEvent::new("b", ts(5), EventBody::MessageAppended { count: 1 });
+    assert!(matches!(j.append("s", Some(2), vec![later]), Err(JournalError::IdReused(_))));
     let stale =
         j.append("s", Some(1), vec![NewEvent::new("c", ts(2), EventBody::MessageAppended { count: 0 })]);
     assert!(matches!(stale, Err(JournalError::Conflict { expected: 1, actual: 2, .. })));
