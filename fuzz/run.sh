@@ -12,6 +12,8 @@ command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --qui
 mkdir -p corpus/capture corpus/importers corpus/events corpus/classify corpus/recall corpus/sizes
 for f in ../testdata/corpus/*.json ../testdata/bad/*.json; do [ "$(stat -c %s "$f")" -lt 200000 ] && cp "$f" corpus/capture/; done
 cp ../testdata/requests/*.json corpus/importers/
+cp ../testdata/samples/*/*.json corpus/importers/ 2>/dev/null || true
+find ../testdata/samples/claude-code ../testdata/samples/codex ../testdata/samples/cline -type f -name '*.jsonl' -size -200k -exec cp {} corpus/importers/ \;
 sed -n 's/.*"message": "\(.*\)".*/\1/p' ../testdata/provider-errors/*.json | head -50 | while IFS= read -r l; do printf '%s' "$l" > "corpus/classify/$(printf '%s' "$l" | md5sum | cut -c1-12)"; done
 cp ../crates/types/tests/snapshots/events.jsonl corpus/events/all.jsonl
 split -l 1 -d ../crates/types/tests/snapshots/events.jsonl corpus/events/kind-

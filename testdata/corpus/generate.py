@@ -64,8 +64,18 @@ def F(status=None, message="", transport=None, rejected=None):
     f = {"status": status, "message": message, "transport": transport}
     if rejected is not None: f["rejected_request_bytes"] = rejected
     return f
-def E(outcome, level=None, max_attempts=None, notice=None, cap=None):
+def ev(kind, rule, count=None, min=None, max=None, **where):
+    """An expected journal event, with the spec rule it comes from (written by hand, never blessed)."""
+    e = {"kind": kind, "rule": rule}
+    if count is not None: e["count"] = count
+    if min is not None: e["min"] = min
+    if max is not None: e["max"] = max
+    if where: e["where"] = where
+    return e
+
+def E(outcome, level=None, max_attempts=None, notice=None, cap=None, events=None):
     e = {"outcome": outcome}
+    if events: e["events"] = events
     if max_attempts is not None: e["max_attempts"] = max_attempts
     if level is not None: e["level"] = level
     if notice is not None: e["notice_injected"] = notice
@@ -111,10 +121,16 @@ capture("gateway-eof-small-transient", "EOF on a small body is a network blip, n
 hs = [{"role": "system", "content": "Persona and MCP tool docs. " + prose(140_000, 3)}] + agent(10, 3000, 25)[1:]
 hf = [{"role": "system", "content": "Persona and MCP tool docs. " + prose(140_000, 3)}, {"role": "user", "content": "Summarize the design doc."}]
 capture("floor-fail-fast", "the request is only the system prompt and the task, and the gateway rejects it: fail fast without an attempt", hf,
-        F(413, "413 Payload Too Large"), gw(100_000, "http_413", report=True), E("failed_fast", max_attempts=0), settings=NOCOMPACT)
-hw = [{"role": "system", "content": "Persona and MCP tool docs. " + prose(90_000, 4)}] + agent(10, 3000, 26)[1:]
+        F(413, "413 Payload Too Large"), gw(100_000, "http_413", report=True), E("failed_fast", max_attempts=0, events=[
+            ev("floor_diagnosis", "behavior.md §3: floor ≥ rejected fails fast", count=1, verdict="fail_fast"),
+            ev("recovery_attempt", "§3: failing fast consumes no attempt", count=0)]), settings=NOCOMPACT)
+# 110 KB of system prompt in a 142 KB request rejected at 140 KB: the base is 78 % of the rejected size
+# (warn, go on), and rung 2 brings the request under the gateway's real limit.
+hw = [{"role": "system", "content": "Persona and MCP tool docs. " + prose(110_000, 4)}] + agent(10, 3000, 26)[1:]
 capture("floor-warn-then-recover", "system prompt close to the limit: warned, the ladder still recovers", hw,
-        F(413, "413 Payload Too Large"), gw(115_000, "http_413", report=True), E("recovered"), settings=NOCOMPACT)
+        F(413, "413 Payload Too Large"), gw(140_000, "http_413", report=True), E("recovered", events=[
+            ev("floor_diagnosis", "behavior.md §3: floor ≥ rejected × 3/4 warns and goes on", count=1, verdict="warn"),
+            ev("cap_learned", "§3: the cap is learned at 3/4 of the reported size", count=1)]), settings=NOCOMPACT)
 capture("exhausted-unreported", "a gateway cap below any request the ladder can send, size not reported: attempts run out", hs,
         F(403, "403 Forbidden blocked by firewall"), gw(60_000, "waf_403"), E("exhausted", max_attempts=3), settings=NOCOMPACT)
 
@@ -145,23 +161,49 @@ for t in range(20):
     na.append({"role": "assistant", "content": ("análise do erro: o banco está bloqueado — " + "データベースがロックされています。" * 40 + " ") * 3})
     na.append({"role": "user", "content": "continue — 続けて"})
 capture("non-ascii-text", "Portuguese, Japanese and emoji: every cut lands on a char boundary", na, F(400, "prompt is too long"), model(15000, "anthropic"), E("recovered"), settings=NOCOMPACT, surface="chat")
+# Microcompact is pushed out of the way (ages of 1000 turns) so the provider's editing is what frees
+# the window: 40 results of 9 KB, over the 60 000-token trigger, all but the last 5 cleared.
+EDITS = {"trigger_input_tokens": 60000, "keep_tool_uses": 5, "clear_at_least_tokens": 20000}
+NOMICRO = {"CHATCLI_MICROCOMPACT_TRUNCATE_TURNS": "1000", "CHATCLI_MICROCOMPACT_SUMMARIZE_TURNS": "1000"}
 capture("context-editing-provider", "provider-side clear_tool_uses: the provider clears old tool results and the client mirrors them", agent(40, 9000, 45),
-        F(), {**model(110_000, "anthropic"), "context_editing": {"trigger_input_tokens": 60000, "keep_tool_uses": 5, "clear_at_least_tokens": 20000}}, E("no_failure"), settings={**NOCOMPACT, "CHATCLI_CONTEXT_ENGINE": "provider"})
+        F(), {**model(110_000, "anthropic"), "context_editing": EDITS}, E("no_failure", events=[
+            ev("context_edit", "behavior.md §9: the provider clears all but the 5 most recent tool uses; mirrored as stubs", count=1, cleared_tool_uses=35, stubs=35)]),
+        settings={**NOCOMPACT, **NOMICRO, "CHATCLI_CONTEXT_ENGINE": "provider"})
+capture("context-editing-needs-the-engine", "context editing configured upstream but CHATCLI_CONTEXT_ENGINE unset: no field sent, nothing cleared", agent(40, 9000, 45),
+        F(), {**model(400_000, "anthropic"), "context_editing": EDITS}, E("no_failure", events=[
+            ev("context_edit", "behavior.md §9: only with CHATCLI_CONTEXT_ENGINE=provider", count=0)]), settings={**NOCOMPACT, **NOMICRO})
+capture("context-editing-not-for-openai", "CHATCLI_CONTEXT_ENGINE=provider on an OpenAI session is ignored", agent(40, 9000, 45),
+        F(), {**model(400_000, "openai"), "context_editing": EDITS}, E("no_failure", events=[
+            ev("context_edit", "behavior.md §9: other providers ignore the setting", count=0)]),
+        provider="openai", model="gpt-4o", settings={**NOCOMPACT, **NOMICRO, "CHATCLI_CONTEXT_ENGINE": "provider"})
 capture("output-limit-escalation", "the answer stops at max_tokens twice: max_tokens doubles, partial answers kept", small, F(),
         {**model(200000, "anthropic", out=64000), "responses": [{"stop_reason": "max_tokens", "content": "Part one of the patch…"}, {"stop_reason": "max_tokens", "content": "Part two…"}, {"stop_reason": "end_turn", "content": "Done."}]},
         E("no_failure"))
 capture("output-limit-openai-length", "OpenAI's length stop, escalation capped at the provider's output cap", small, F(), {**model(128000, "openai", out=16384), "responses": [{"stop_reason": "length", "content": "Partial…"}, {"stop_reason": "end_turn", "content": "Complete."}]},
-        E("no_failure"), provider="openai", model="gpt-4o")
+        E("no_failure", events=[
+            ev("response_received", "behavior.md §8: OpenAI's length stop is journaled as length", min=1, stop_reason="length"),
+            ev("token_escalation", "§8: one escalation, capped at the provider's output cap", count=1)]), provider="openai", model="gpt-4o")
 several = agent(500, 7000, 46)
 capture("several-mb-session", "a 3.5 MB agent session against a 200k-token window", several, F(400, "prompt is too long"), model(200000, "anthropic"), E("recovered"), settings=NOCOMPACT)
-capture("auto-compaction-before-send", "the client's own budget compacts before the first send: the request is accepted", agent(200, 6000, 47),
-        F(), model(200000, "anthropic"), E("no_failure"), surface="agent")
-capture("preflight-forced", "a configured cap at 85% forces pre-flight compaction at ratio 0.40", agent(60, 6000, 48),
-        F(), gw(5_000_000, "http_413"), E("no_failure"), settings={"CHATCLI_MAX_PAYLOAD": "400KB"})
+# Long prose answers (no tool results, so microcompact cannot help): 640 KB against an agent budget
+# of 200 000 × 0.60 × 4 = 480 KB. Level 1 (trim) frees nothing in plain prose; level 2 summarizes.
+capture("auto-compaction-before-send", "the client's own budget compacts before the first send: the request is accepted", chat(80, 8000, 47),
+        F(), model(200000, "anthropic"), E("no_failure", events=[
+            ev("compaction", "behavior.md §7: weight > budget → compaction before the request", min=1, trigger="auto", outcome="applied"),
+            ev("summary_attempt", "§7 level 2: the built-in summary passes the quality gate", min=1, passed=True),
+            ev("provider_error", "the compacted request fits the window", count=0)]), surface="agent")
+# 380 KB of prose against CHATCLI_MAX_PAYLOAD=400KB: over 85 % of the cap, so pre-flight forces the
+# ratio to 0.40 and the budget min(200 000 × 0.40 × 4, 0.7 × cap) compacts before the request.
+capture("preflight-forced", "a configured cap at 85% forces pre-flight compaction at ratio 0.40", chat(45, 8400, 48),
+        F(), gw(5_000_000, "http_413"), E("no_failure", events=[
+            ev("preflight", "behavior.md §3 pre-flight: weight > cap × 0.85 forces ratio 0.40", count=1, forced_ratio_percent=40),
+            ev("compaction", "§7: the forced budget needs compaction", min=1, outcome="applied")]), settings={"CHATCLI_MAX_PAYLOAD": "400KB"})
 capture("cap-only-tightens", "CHATCLI_MAX_PAYLOAD below the learned 3/4 keeps the configured cap", big, F(413, "413 Payload Too Large"), gw(120_000, "http_413", report=True),
         E("recovered", cap=65536), settings={**NOCOMPACT, "CHATCLI_MAX_PAYLOAD": "64KB"})
-capture("recorded-summary", "a recorded level-2 summary is replayed exactly during auto compaction", agent(200, 6000, 49),
-        F(), model(200000, "anthropic"), E("no_failure"), recorded=["## Task\n- make two_openers deterministic\n## Files read\n- crates/store/src/lib.rs\n- crates/store/tests/open.rs\n## Findings\n- WAL switch races before busy_timeout is installed"])
+capture("recorded-summary", "a recorded level-2 summary is replayed exactly during auto compaction", chat(80, 8000, 49),
+        F(), model(200000, "anthropic"), E("no_failure", events=[
+            ev("compaction", "behavior.md §7 level 2 with the recorded summarizer", min=1, level=2, outcome="applied"),
+            ev("summary_attempt", "§7 gate: the recorded summary passes", min=1, passed=True)]), recorded=["## Task\n- make two_openers deterministic\n## Files read\n- crates/store/src/lib.rs\n- crates/store/tests/open.rs\n## Findings\n- WAL switch races before busy_timeout is installed"])
 capture("orphan-and-duplicate-calls", "a history with an orphan tool result and duplicate call ids is repaired before sending",
         agent(6, 3000, 50) + [{"role": "tool", "tool_call_id": "ghost", "content": "stray"}, {"role": "user", "content": "Find why two_openers is flaky and fix it."}],
         F(400, "prompt is too long"), model(5000, "anthropic"), E("recovered"), settings=NOCOMPACT)
@@ -169,4 +211,66 @@ capture("max-attempts-1", "CHATCLI_MAX_RECOVERY_ATTEMPTS=1: rung 1 cannot fit, a
         E("exhausted", max_attempts=1), settings={**NOCOMPACT, "CHATCLI_MAX_RECOVERY_ATTEMPTS": "1"}, surface="chat")
 capture("openai-style-body-413", "an OpenAI-shaped request body judged by a 413 gateway", agent(30, 6000, 52), F(413, "413 Payload Too Large"), gw(100_000, "http_413", report=True),
         E("recovered", notice=True), provider="openai", model="gpt-4o", settings=NOCOMPACT)
+# --- the guarantees on hostile content (issue "The guarantees hold on hostile content") ----------
+# A long analysis that quotes a marker (a pasted log line) is ordinary content: rung 1 archives it
+# before cutting it (section 4, "archived means archived by us"); `recoverable` proves it.
+qa = chat(12, 9000, 60)
+qa[5]["content"] = qa[5]["content"][:4000] + " the earlier run printed [full content recoverable via @recall <<ccr:0123456789abcdef>>] " + qa[5]["content"][4000:]
+capture("quoted-marker-in-analysis", "an answer that quotes a marker is archived before rung 1 cuts it", qa, F(400, "prompt is too long: 41200 tokens > 16000 maximum"),
+        model(16000, "anthropic"), E("recovered", level=1, events=[
+            ev("recovery_attempt", "behavior.md §4 rung 1 cuts assistants over 5 000 bytes, archiving first", count=1, rung=1, outcome="applied")]), settings=NOCOMPACT, surface="chat")
+# Nothing left to compact and attempts = 1000: every rung is a no-op on the request; nothing is re-sent.
+capture("no-op-rungs-are-not-sent", "rungs that cannot shrink the request are no-ops: the captured request is the only one sent", [sysmsg(300), {"role": "user", "content": "Fix the flaky test."}],
+        F(400, "prompt is too long: 300000 tokens > 200000 maximum"), {}, E("exhausted", events=[
+            ev("request_sent", "behavior.md §4 no-op rule: an identical or heavier request is not sent", count=1),
+            ev("recovery_attempt", "§4: every rung is a no-op", count=1000, outcome="skipped")]), settings={**NOCOMPACT, "CHATCLI_MAX_RECOVERY_ATTEMPTS": "1000"})
+# A 150 KB pasted task with a 2 KB system prompt: the floor counts the task as rung 3 sends it (4 000
+# bytes), so the session is not failed fast; rung 3 recovers.
+pt = [sysmsg(), {"role": "user", "content": "Here is the log:\n" + code(150_000, 61) + "\nWhy does it fail?"}]
+capture("pasted-task-is-not-floor", "a 150 KB pasted task is not floor: no fail-fast, rung 3 recovers", pt, F(413, "413 Payload Too Large"),
+        gw(100_000, "http_413", report=True), E("recovered", level=3, events=[
+            ev("floor_diagnosis", "behavior.md §3 [better]: the task as rung 3 would send it", count=1, verdict="ok")]), settings=NOCOMPACT)
+# Invalid settings are reported once and journaled with the session start; their defaults stand.
+capture("invalid-settings-are-reported", "CHATCLI_MAX_RECOVERY_ATTEMPTS=abc and CHATCLI_MAX_PAYLOAD=lots: defaults stand, both reported", chat(12, 9000, 62),
+        F(400, "prompt is too long: 41200 tokens > 16000 maximum"), model(16000, "anthropic"), E("recovered", events=[
+            ev("session_started", "behavior.md §10: an invalid value is journaled with the session start", count=1)]),
+        settings={**NOCOMPACT, "CHATCLI_MAX_RECOVERY_ATTEMPTS": "abc", "CHATCLI_MAX_PAYLOAD": "lots"}, surface="chat")
+# Real wordings of section 2's additions, each on the path its class takes.
+capture("axios-413-sentence", "axios's 'Request failed with status code 413.' takes the payload path", big, F(None, "Request failed with status code 413."),
+        gw(120_000, "http_413"), E("recovered", notice=True, events=[ev("provider_error", "behavior.md §2: a status token followed by punctuation", min=1, **{"class": "payload_too_large"})]), settings=NOCOMPACT)
+capture("waffles-org-403-is-auth", "a 403 naming the organisation waffles-inc is auth, not a WAF", small,
+        F(403, "Error code: 403 - {'error': {'message': 'Project `proj_waffles-inc` does not have access to model `gpt-4o`'}}"), {}, E("not_recoverable", events=[
+            ev("provider_error", "behavior.md §2: signals match as words", count=1, **{"class": "auth"})]), provider="openai", model="gpt-4o")
+capture("llamacpp-500-context-size", "llama.cpp's exceed_context_size_error sent with HTTP 500: the phrase wins", chat(12, 9000, 63),
+        F(500, '{"error":{"code":500,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}'),
+        {}, E("recovered", events=[ev("provider_error", "behavior.md §2 additions: llama.cpp", min=1, **{"class": "context_overflow"})]), provider="openai", model="local-llama", settings=NOCOMPACT, surface="chat")
+capture("tgi-422-inputs-tokens", "Hugging Face TGI's 422 'inputs tokens + max_new_tokens must be <= N' is an overflow", chat(12, 9000, 64),
+        F(422, '{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 8192. Given: 9000 `inputs` tokens and 1024 `max_new_tokens`","error_type":"validation"}'),
+        {}, E("recovered", events=[ev("provider_error", "behavior.md §2 additions: TGI, status rule with 422", min=1, **{"class": "context_overflow"})]), provider="openai", model="tgi", settings=NOCOMPACT, surface="chat")
+orph = agent(6, 3000, 65) + [{"role": "tool", "tool_call_id": "ghost", "content": "stray result " + prose(3000, 65)}, {"role": "user", "content": "Find why two_openers is flaky and fix it."}]
+capture("orphan-result-is-recallable", "an orphan tool result dropped by rung 1 stays recallable through the notice's marker", orph,
+        F(400, "prompt is too long"), model(60000, "anthropic"), E("recovered", level=1, events=[
+            ev("recovery_attempt", "behavior.md §6: orphans are archived and their marker is in the notice", count=1, rung=1, outcome="applied")]), settings=NOCOMPACT)
+
+# --- every per-turn pass on its own path (section 7) --------------------------------------------
+capture("microcompact-old-results", "old tool results are previewed then stubbed before the request (no model, no network)", agent(30, 6000, 66),
+        F(), model(400000, "anthropic"), E("no_failure", events=[
+            ev("microcompact", "behavior.md §7 microcompact: results of age ≥ 2 previewed, ≥ 4 stubbed", count=1)]), settings=NOCOMPACT)
+dd = [sysmsg(), {"role": "user", "content": "Refactor src/lib.rs."}]
+for i, (off, lim) in enumerate([(1, 200), (1, 400), (1, 400)]):
+    cid = f"toolu_dd_{i}"
+    dd.append({"role": "assistant", "content": "", "tool_calls": [{"id": cid, "type": "function", "name": "read_file", "arguments": {"path": "src/lib.rs", "offset": off, "limit": lim}}]})
+    dd.append({"role": "tool", "tool_call_id": cid, "content": code(2500, 70 + i)})
+dd.append({"role": "user", "content": "Now apply the change."})
+capture("dedup-repeated-reads", "a later read of the same file covering the earlier ones turns them into stubs", dd,
+        F(), model(400000, "anthropic"), E("no_failure", events=[
+            ev("dedup", "behavior.md §7 dedup: a later same-or-wider read stubs every earlier read", count=1, stubbed=2)]), settings=NOCOMPACT)
+sk = [sysmsg(), {"role": "user", "content": "[skill: rust-style]\n" + prose(4000, 71), "meta": {"skill_names": "rust-style"}}]
+for t in range(8):
+    sk.append({"role": "assistant", "content": prose(300, 72 + t)})
+    sk.append({"role": "user", "content": prose(100, 90 + t)})
+capture("skill-aging", "a skill block older than 6 turns collapses to a stub with its marker", sk,
+        F(), model(400000, "anthropic"), E("no_failure", events=[
+            ev("skill_aging", "behavior.md §7 skill aging: CHATCLI_SKILL_AGE_TURNS (6)", count=1, collapsed=1)]), settings=NOCOMPACT, surface="chat")
+
 print(len([f for f in os.listdir(OUT) if f.endswith('.json')]), "captures")

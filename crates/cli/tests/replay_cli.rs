@@ -69,6 +69,31 @@ fn the_corpus_replays_green_and_its_journal_restores_at_every_event() {
             prev = Some(h);
         }
     }
+    // Every event kind of the vocabulary is produced by some capture of the corpus, except the ones
+    // only a person, a library user or a live session produces.
+    const NOT_FROM_A_REPLAY: &[(&str, &str)] = &[
+        (
+            "message_appended",
+            "appended by library users and live sessions between turns; a replay is one turn",
+        ),
+        (
+            "hook_fired",
+            "hooks are configured on a person's machine (.chatcli/hooks.json); a replay runs none",
+        ),
+        ("checkpoint", "named by a person (journal checkpoint)"),
+        ("rewind", "asked for by a person (journal rewind)"),
+        ("redaction", "recorded by ccr redact, a person's command"),
+    ];
+    let mut seen = std::collections::BTreeMap::<String, u64>::new();
+    for s in &sessions {
+        for e in j.events(&s.id, 0, usize::MAX).unwrap() {
+            *seen.entry(e.kind).or_default() += 1;
+        }
+    }
+    for kind in salvage_types::event::EventBody::KINDS {
+        let exempt = NOT_FROM_A_REPLAY.iter().any(|(k, _)| k == kind);
+        assert!(exempt || seen.contains_key(*kind), "no corpus capture produces a {kind} event: {seen:?}");
+    }
     let log = String::from_utf8(salvage(dir.path(), &["journal", "log", &sessions[0].id]).stdout).unwrap();
     assert!(log.contains("session_started") && log.contains("request_sent"), "{log}");
     // --jobs 2 and --jobs 1 report the same, in the same order.

@@ -11,6 +11,7 @@
 
 pub mod export;
 pub mod hash_chain;
+pub mod import;
 pub mod state;
 
 use chrono::{DateTime, SecondsFormat, Utc};

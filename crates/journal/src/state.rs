@@ -148,6 +148,7 @@ impl State {
             | EventBody::Microcompact { .. }
             | EventBody::Dedup { .. }
             | EventBody::SkillAging { .. }
+            | EventBody::Preflight { .. }
             | EventBody::SummaryAttempt { .. }
             | EventBody::TokenEscalation { .. }
             | EventBody::HookFired { .. }

@@ -133,6 +133,9 @@ fn state_at_every_event_is_exact() {
             backoff_skip: false,
             route: Some("builtin".into()),
             cost: Cost { calls: 1, input_tokens: 900, output_tokens: 80 },
+            by: None,
+            pre_tokens: None,
+            archived: None,
         },
         HistoryChange::Set(compacted),
     );
@@ -146,6 +149,9 @@ fn state_at_every_event_is_exact() {
             backoff_skip: false,
             route: None,
             cost: Cost::default(),
+            by: None,
+            pre_tokens: None,
+            archived: None,
         },
         HistoryChange::None,
     );

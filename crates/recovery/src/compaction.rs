@@ -329,6 +329,9 @@ fn finish(
         backoff_skip,
         route: (level >= 2 || cost.calls > 0).then(|| io.summarizer.route()),
         cost,
+        by: None,
+        pre_tokens: None,
+        archived: None,
     });
     for r in io.hooks.fire(&HookCall { event: "PostCompact", trigger: plan.trigger, outcome: Some(outcome) })
     {

@@ -138,7 +138,16 @@ pub fn run_checks(run: &Run, capture: &Capture, journal: &Journal, max_attempts:
     // 4. Every marker resolves, with verified bytes.
     let clock = SystemClock;
     let ccr = Ccr::new(journal.conn(), &clock);
-    let mut all: Vec<&str> = run.sent.iter().flat_map(|s| s.markers.iter().map(String::as_str)).collect();
+    // Markers salvage wrote: a marker the captured history already quoted (a pasted log line, a
+    // marker of another tool's archive) is the user's text, not a promise of this archive.
+    let quoted: std::collections::HashSet<&str> =
+        capture.history.iter().flat_map(|m| salvage_types::ccr_key::find_markers(&m.content)).collect();
+    let mut all: Vec<&str> = run
+        .sent
+        .iter()
+        .flat_map(|s| s.markers.iter().map(String::as_str))
+        .filter(|k| !quoted.contains(k))
+        .collect();
     all.sort_unstable();
     all.dedup();
     let mut missing = Vec::new();
@@ -162,6 +171,9 @@ pub fn run_checks(run: &Run, capture: &Capture, journal: &Journal, max_attempts:
     // or through markers (transcripts included); every marker the model was sent is referenced by
     // a journal event, so retention keeps it.
     out.push(recoverable(run, capture, journal, &ccr, &all));
+    // 4c. The local mirror of provider-side context editing stubs exactly what the provider
+    // cleared (the simulated server decides on its own rule).
+    out.push(context_edit_mirror(run));
     // 5. Rewind accounting from the journal.
     let mut problems = Vec::new();
     for (seq, before) in &run.rewrites {
@@ -217,6 +229,31 @@ pub fn run_checks(run: &Run, capture: &Capture, journal: &Journal, max_attempts:
     out
 }
 
+fn context_edit_mirror(run: &Run) -> Check {
+    let mut stubbed: Vec<String> = run
+        .history
+        .iter()
+        .filter(|m| m.role == salvage_types::Role::Tool && m.content.starts_with(PROVIDER_STUB))
+        .filter_map(|m| m.tool_call_id.clone())
+        .collect();
+    let mut cleared = run.provider_cleared.clone();
+    stubbed.sort();
+    cleared.sort();
+    let ok = stubbed == cleared;
+    check(
+        "context_edit",
+        ok,
+        if ok {
+            format!("{} tool use(s) cleared by the provider, the same mirrored locally", cleared.len())
+        } else {
+            format!("the provider cleared {cleared:?} but the client stubbed {stubbed:?}")
+        },
+    )
+}
+
+/// The start of the stub the client writes for a tool result the provider cleared.
+const PROVIDER_STUB: &str = "[Tool result cleared by provider context editing";
+
 fn recoverable(run: &Run, capture: &Capture, journal: &Journal, ccr: &Ccr<'_>, sent: &[&str]) -> Check {
     let lookup = |k: &str| ccr.get(k).ok();
     let lost = salvage_recovery::recoverable::lost(&capture.history, &run.history, &lookup);
@@ -255,9 +292,36 @@ fn recoverable(run: &Run, capture: &Capture, journal: &Journal, ccr: &Ccr<'_>, s
     )
 }
 
-/// Compares the run with `expect`: `(met, what differs)`.
-pub fn compare(expect: &Expect, run: &Run) -> (bool, Vec<String>) {
+/// Compares the run with `expect`: `(met, what differs)`. `expect.events` are counted in the
+/// session's journal.
+pub fn compare(expect: &Expect, run: &Run, journal: &Journal) -> (bool, Vec<String>) {
     let mut diffs = Vec::new();
+    if !expect.events.is_empty() {
+        match journal.events(&run.session, 0, usize::MAX) {
+            Ok(events) => {
+                let bodies: Vec<(String, serde_json::Value)> = events
+                    .iter()
+                    .map(|e| (e.kind.clone(), serde_json::to_value(&e.body).unwrap_or_default()))
+                    .collect();
+                for want in &expect.events {
+                    if !salvage_types::event::EventBody::KINDS.contains(&want.kind.as_str()) {
+                        diffs.push(format!("events: unknown kind {:?}", want.kind));
+                        continue;
+                    }
+                    let n = bodies
+                        .iter()
+                        .filter(|(k, b)| {
+                            *k == want.kind && want.fields.iter().all(|(f, v)| b.get(f) == Some(v))
+                        })
+                        .count() as u64;
+                    if !want.holds(n) {
+                        diffs.push(format!("events: expected {}, the journal has {n}", want.describe()));
+                    }
+                }
+            }
+            Err(e) => diffs.push(format!("events: cannot read the journal: {e}")),
+        }
+    }
     if expect.outcome != run.outcome {
         diffs.push(format!("outcome: expected {:?}, got {:?}", expect.outcome, run.outcome));
     }
@@ -292,5 +356,6 @@ pub fn observed(run: &Run) -> Expect {
         level: run.rung,
         notice_injected: Some(run.notices > 0),
         cap_learned_bytes: if run.outcome == Outcome::NoFailure { None } else { run.caps.last().copied() },
+        events: Vec::new(),
     }
 }

@@ -128,7 +128,7 @@ pub fn run_one(
     let checks = run_checks(&run, capture, journal, max);
     let (met, diffs) = match &capture.expect {
         Some(e) => {
-            let (m, d) = compare(e, &run);
+            let (m, d) = compare(e, &run, journal);
             (Some(m), d)
         }
         None => (None, Vec::new()),

@@ -16,7 +16,7 @@ use salvage_recovery::engine::{
 use salvage_recovery::pairing;
 use salvage_recovery::session::SessionState;
 use salvage_recovery::summarizer::Summarizer;
-use salvage_types::capture::{Capture, Outcome};
+use salvage_types::capture::{Capture, Outcome, RequestFormat};
 use salvage_types::config::ContextEngine;
 use salvage_types::event::{EventBody, StepOutcome};
 use salvage_types::{history_weight, CcrKey, Config, ErrorClass, Message};
@@ -92,6 +92,8 @@ pub struct Run {
     pub messages: Vec<String>,
     /// The task of the input.
     pub task: Option<Message>,
+    /// Tool uses the simulated provider cleared (call ids), by its own rule.
+    pub provider_cleared: Vec<String>,
 }
 
 /// Options of a run.
@@ -127,11 +129,32 @@ impl Archive for ReplayArchive<'_> {
 }
 
 /// The request-size model of a capture's wire format.
-struct CaptureWire<'a>(&'a Capture);
+/// The capture and the model's default output limit (the engine's first `max_tokens`).
+struct CaptureWire<'a>(&'a Capture, u64);
 
 impl Wire for CaptureWire<'_> {
     fn request_bytes(&self, history: &[Message], params: &RequestParams) -> u64 {
-        body_bytes(self.0, history, params.max_tokens, params.context_management)
+        match &self.0.request {
+            // A capture imported from a body: its format, tool definitions and parameters. Attempt 0
+            // is the body as sent; later requests keep its fields, with `max_tokens` raised only by
+            // an escalation and the editing field added only when the engine asks for it.
+            Some(r) if r.format != RequestFormat::Chatcli => {
+                if params.as_sent {
+                    return salvage_wire::request_bytes(r, history);
+                }
+                let mut r = r.clone();
+                let captured = r.fields.get("max_tokens").and_then(serde_json::Value::as_u64);
+                if captured.is_some_and(|m| params.max_tokens > m.max(self.1)) {
+                    r.fields.insert("max_tokens".into(), params.max_tokens.into());
+                }
+                if params.context_management && !r.fields.contains_key("context_management") {
+                    let (_, field) = context_edit::request_fields(&context_edit::EditSettings::default());
+                    r.fields.insert("context_management".into(), field);
+                }
+                salvage_wire::request_bytes(&r, history)
+            }
+            _ => body_bytes(self.0, history, params.max_tokens, params.context_management),
+        }
     }
 }
 
@@ -338,11 +361,12 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
             history: Vec::new(),
             messages: Vec::new(),
             task,
+            provider_cleared: Vec::new(),
         },
     };
     let title = capture.title.clone().unwrap_or_else(|| capture.id.clone());
     let mut sim = Simulated::new(&capture.upstream);
-    let wire = CaptureWire(capture);
+    let wire = CaptureWire(capture, input.model.default_output);
     let mut turn = Turn::new(input);
     let (summarizer, hooks) = (opts.summarizer, opts.hooks);
     loop {
@@ -395,12 +419,15 @@ impl Driver<'_> {
                 false,
             ),
             upstream::Answer::Accepted(r) => (
-                Answer::Accepted {
-                    stop_reason: r.stop_reason,
-                    content: r.content,
-                    input_tokens: r.input_tokens,
-                    cleared_tool_uses: r.cleared_tool_uses,
-                    cleared_tokens: r.cleared_tokens,
+                {
+                    self.run.provider_cleared.extend(r.cleared_ids.iter().cloned());
+                    Answer::Accepted {
+                        stop_reason: r.stop_reason,
+                        content: r.content,
+                        input_tokens: r.input_tokens,
+                        cleared_tool_uses: r.cleared_tool_uses,
+                        cleared_tokens: r.cleared_tokens,
+                    }
                 },
                 true,
             ),

@@ -3,7 +3,6 @@
 //! (`o200k_base`) that answers an overflow in its real wording, applies provider-side context
 //! editing, and replies with scripted responses.
 
-use salvage_recovery::context_edit::EditSettings;
 use salvage_types::capture::{OverflowStyle, RejectStyle, ScriptedResponse, StopReason, Upstream};
 use salvage_types::message::{Message, Role};
 
@@ -44,6 +43,38 @@ pub struct Reply {
     pub cleared_tool_uses: u64,
     /// Input tokens the clearing saved.
     pub cleared_tokens: u64,
+    /// The tool uses the provider cleared (call ids, oldest first), as the server decided them.
+    pub cleared_ids: Vec<String>,
+}
+
+/// Provider-side `clear_tool_uses` settings as the simulated server applies them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EditRule {
+    trigger_input_tokens: u64,
+    keep_tool_uses: u64,
+    clear_at_least_tokens: u64,
+}
+
+/// The server's editing rule (behaviour spec section 9), written here on its own — never by
+/// calling the code under test: over the trigger, every tool result but the most recent `keep`
+/// is cleared, oldest first, provided that clears at least `clear_at_least` tokens (else none).
+/// Results the client already replaced by the provider's stub are not tool uses any more.
+fn server_clears(history: &[Message], rule: &EditRule, input_tokens: u64) -> (Vec<String>, u64) {
+    if input_tokens <= rule.trigger_input_tokens {
+        return (Vec::new(), 0);
+    }
+    let live: Vec<&Message> = history
+        .iter()
+        .filter(|m| m.role == Role::Tool && !m.content.starts_with("[Tool result cleared by provider"))
+        .collect();
+    let keep = usize::try_from(rule.keep_tool_uses).unwrap_or(usize::MAX);
+    let n = live.len().saturating_sub(keep);
+    let cleared: Vec<&Message> = live.into_iter().take(n).collect();
+    let tokens: u64 = cleared.iter().map(|m| count_tokens(std::slice::from_ref(*m)).saturating_sub(12)).sum();
+    if cleared.is_empty() || tokens < rule.clear_at_least_tokens {
+        return (Vec::new(), 0);
+    }
+    (cleared.iter().map(|m| m.tool_call_id.clone().unwrap_or_default()).collect(), tokens)
 }
 
 /// Counts tokens of a history with the real `o200k_base` BPE: message text, tool-call names and
@@ -116,13 +147,13 @@ pub fn gateway_rejection(style: RejectStyle, size: u64, annotate: bool) -> Rejec
 pub struct Simulated {
     spec: Upstream,
     responses: std::collections::VecDeque<ScriptedResponse>,
-    edits: Option<EditSettings>,
+    edits: Option<EditRule>,
 }
 
 impl Simulated {
     /// From a capture's `upstream`.
     pub fn new(spec: &Upstream) -> Simulated {
-        let edits = spec.context_editing.as_ref().map(|e| EditSettings {
+        let edits = spec.context_editing.as_ref().map(|e| EditRule {
             trigger_input_tokens: e.trigger_input_tokens,
             keep_tool_uses: e.keep_tool_uses,
             clear_at_least_tokens: e.clear_at_least_tokens,
@@ -146,7 +177,7 @@ impl Simulated {
         body_bytes: u64,
         history: &[Message],
         context_management: bool,
-    ) -> Result<(u64, u64, u64), Rejection> {
+    ) -> Result<(u64, Vec<String>, u64), Rejection> {
         if let Some(g) = &self.spec.gateway {
             if let Some(max) = g.max_body_bytes {
                 if body_bytes > max {
@@ -164,25 +195,11 @@ impl Simulated {
             _ => u64::MAX,
         };
         let (tokens, _) = count_tokens_until(history, limit);
-        let (mut effective, mut cleared_uses, mut cleared_tokens) = (tokens, 0, 0);
-        if let Some(e) = edits {
-            let n = salvage_recovery::context_edit::tool_uses_to_clear(history, e, tokens);
-            if n > 0 {
-                // The provider clears the oldest tool results: count what that saves.
-                let mut saved = 0u64;
-                let mut left = n;
-                for m in history.iter().filter(|m| m.role == Role::Tool) {
-                    if left == 0 {
-                        break;
-                    }
-                    saved += count_tokens(std::slice::from_ref(m)).saturating_sub(12);
-                    left -= 1;
-                }
-                effective = tokens.saturating_sub(saved);
-                cleared_uses = n;
-                cleared_tokens = saved;
-            }
-        }
+        let (cleared_ids, cleared_tokens) = match edits {
+            Some(rule) => server_clears(history, rule, tokens),
+            None => (Vec::new(), 0),
+        };
+        let effective = tokens.saturating_sub(cleared_tokens);
         if let Some(m) = &self.spec.model {
             if let Some(w) = m.context_window_tokens {
                 if effective > w {
@@ -198,14 +215,14 @@ impl Simulated {
                 }
             }
         }
-        Ok((effective, cleared_uses, cleared_tokens))
+        Ok((effective, cleared_ids, cleared_tokens))
     }
 
     /// Sends a request: judged, and when accepted answered with the next scripted reply.
     pub fn send(&mut self, body_bytes: u64, history: &[Message], context_management: bool) -> Answer {
         match self.judge(body_bytes, history, context_management) {
             Err(r) => Answer::Rejected(r),
-            Ok((input_tokens, cleared_tool_uses, cleared_tokens)) => {
+            Ok((input_tokens, cleared_ids, cleared_tokens)) => {
                 let r = self.responses.pop_front().unwrap_or(ScriptedResponse {
                     stop_reason: StopReason::EndTurn,
                     content: "OK — continuing with the task.".into(),
@@ -215,8 +232,9 @@ impl Simulated {
                     stop_reason: r.stop_reason,
                     content: r.content,
                     input_tokens,
-                    cleared_tool_uses,
+                    cleared_tool_uses: cleared_ids.len() as u64,
                     cleared_tokens,
+                    cleared_ids,
                 })
             }
         }

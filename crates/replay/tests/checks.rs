@@ -151,3 +151,40 @@ fn no_identical_request_is_ever_resent() {
     assert_eq!(r.outcome, salvage_types::capture::Outcome::Exhausted);
     assert_eq!(r.attempts, 1000);
 }
+
+#[test]
+fn expected_events_are_counted_in_the_journal() {
+    let mut c = corpus("floor-warn-then-recover");
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    let expect = c.expect.clone().unwrap();
+    assert!(salvage_replay::checks::compare(&expect, &r, &j).0, "the corpus expectation holds");
+    // The same run judged against expectations it does not meet.
+    let mut wrong = expect.clone();
+    wrong.events[0].fields.insert("verdict".into(), serde_json::json!("fail_fast"));
+    let (met, diffs) = salvage_replay::checks::compare(&wrong, &r, &j);
+    assert!(!met && diffs[0].contains("floor_diagnosis"), "{diffs:?}");
+    let mut unknown = expect.clone();
+    unknown.events[0].kind = "teleport".into();
+    assert!(!salvage_replay::checks::compare(&unknown, &r, &j).0);
+    c.expect = None;
+}
+
+#[test]
+fn a_mirror_that_stubs_other_results_than_the_provider_cleared_is_caught() {
+    let c = corpus("context-editing-provider");
+    let mut j = Journal::in_memory().unwrap();
+    let mut r = run(&c, &mut j);
+    assert!(get(&run_checks(&r, &c, &j, 3), "context_edit").ok);
+    assert_eq!(r.provider_cleared.len(), 35);
+    // A wrong product rule (mirroring the newest results instead of the oldest) leaves other
+    // results stubbed than the ones the simulated server cleared.
+    let newest = r.history.iter().rposition(|m| m.role == salvage_types::Role::Tool).unwrap();
+    let oldest_stub =
+        r.history.iter().position(|m| m.content.starts_with("[Tool result cleared by provider")).unwrap();
+    let stub = r.history[oldest_stub].content.clone();
+    r.history[oldest_stub].content = "restored".into();
+    r.history[newest].content = stub;
+    let f = run_checks(&r, &c, &j, 3);
+    assert!(!get(&f, "context_edit").ok, "{}", get(&f, "context_edit").detail);
+}

@@ -264,6 +264,17 @@ crate::string_enum! {
         MaxTokens => "max_tokens",
         /// OpenAI's output-limit stop.
         Length => "length",
+        /// The response ends with tool calls (Anthropic `tool_use`).
+        ToolUse => "tool_use",
+        /// A stop sequence was hit.
+        StopSequence => "stop_sequence",
+        /// A long server-tool turn was paused (Anthropic `pause_turn`).
+        PauseTurn => "pause_turn",
+        /// The model declined (Anthropic `refusal`).
+        Refusal => "refusal",
+        /// The source did not record why the response stopped (a session file read by an
+        /// importer).
+        Unrecorded => "unrecorded",
     }
 }
 
@@ -305,6 +316,59 @@ pub struct Expect {
     /// The learned cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cap_learned_bytes: Option<u64>,
+    /// Events the run must journal (written by hand from the spec; `--bless` keeps them as they are).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<ExpectEvent>,
+}
+
+/// An event a capture's run must journal: its kind, how many (exactly, at least, at most; at least
+/// one when none is given), and fields its body must have (`where`, compared as JSON values).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectEvent {
+    /// The event kind, e.g. `compaction`.
+    pub kind: String,
+    /// Exactly this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// At least this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<u64>,
+    /// At most this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
+    /// Fields the event's body must carry with these values.
+    #[serde(default, rename = "where", skip_serializing_if = "serde_json::Map::is_empty")]
+    pub fields: serde_json::Map<String, serde_json::Value>,
+    /// The spec rule the expectation comes from (documentation for reviewers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+}
+
+impl ExpectEvent {
+    /// `compaction{level=3} × ≥1`.
+    pub fn describe(&self) -> String {
+        let fields: Vec<String> = self.fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let sel = if fields.is_empty() { String::new() } else { format!("{{{}}}", fields.join(", ")) };
+        let n = match (self.count, self.min, self.max) {
+            (Some(c), _, _) => format!("= {c}"),
+            (None, Some(a), Some(b)) => format!("{a}..={b}"),
+            (None, Some(a), None) => format!("≥ {a}"),
+            (None, None, Some(b)) => format!("≤ {b}"),
+            (None, None, None) => "≥ 1".to_string(),
+        };
+        format!("{}{sel} × {n}", self.kind)
+    }
+
+    /// Whether `n` matching events satisfy the expectation.
+    pub fn holds(&self, n: u64) -> bool {
+        match (self.count, self.min, self.max) {
+            (Some(c), _, _) => n == c,
+            (None, min, max) => {
+                n >= min.unwrap_or(if max.is_some() { 0 } else { 1 }) && max.is_none_or(|m| n <= m)
+            }
+        }
+    }
 }
 
 crate::string_enum! {

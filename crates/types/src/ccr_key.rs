@@ -119,6 +119,8 @@ pub const OWN_STUB_PREFIXES: &[&str] = &[
     "[Old tool result cleared — ",
     "[Skill block aged out — ",
     "[Recalled content aged out of the window — ",
+    "[Earlier read of ",
+    "[Tool result cleared by provider context editing",
 ];
 
 fn is_short_key(k: &str) -> bool {

@@ -193,6 +193,17 @@ pub enum EventBody {
         /// Bytes freed.
         freed_bytes: u64,
     },
+    /// Pre-flight (behaviour spec section 3): the history against the cap before the request.
+    Preflight {
+        /// History weight.
+        history_bytes: u64,
+        /// The payload cap in force.
+        cap: Option<u64>,
+        /// The compaction ratio forced, in percent (40), when the history is over 85 % of the cap.
+        forced_ratio_percent: Option<u64>,
+        /// No cap and a history over 2.5 MB: the once-per-session warning.
+        warn_no_cap: bool,
+    },
     /// Old skill blocks collapsed.
     SkillAging {
         /// Skills collapsed.
@@ -212,6 +223,16 @@ pub enum EventBody {
         route: Option<String>,
         /// Summarizer usage.
         cost: Cost,
+        /// The client that compacted, for a compaction read from its session file
+        /// (`claude-code`, `codex`); absent for salvage's own (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// The client's token count before compacting, when its file says (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pre_tokens: Option<u64>,
+        /// The CCR key (16 hex) of the archived pre-compaction history, JSON (kind version 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        archived: Option<String>,
     },
     /// One summary attempt and the quality gate's verdict.
     SummaryAttempt {
@@ -284,6 +305,31 @@ pub enum EventBody {
 }
 
 impl EventBody {
+    /// Every kind of the vocabulary, in declaration order.
+    pub const KINDS: &'static [&'static str] = &[
+        "session_started",
+        "message_appended",
+        "request_sent",
+        "provider_error",
+        "recovery_attempt",
+        "cap_learned",
+        "floor_diagnosis",
+        "notice_injected",
+        "microcompact",
+        "dedup",
+        "preflight",
+        "skill_aging",
+        "compaction",
+        "summary_attempt",
+        "context_edit",
+        "token_escalation",
+        "hook_fired",
+        "checkpoint",
+        "rewind",
+        "redaction",
+        "response_received",
+    ];
+
     /// The kind's name (the `kind` field).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -297,6 +343,7 @@ impl EventBody {
             EventBody::NoticeInjected {} => "notice_injected",
             EventBody::Microcompact { .. } => "microcompact",
             EventBody::Dedup { .. } => "dedup",
+            EventBody::Preflight { .. } => "preflight",
             EventBody::SkillAging { .. } => "skill_aging",
             EventBody::Compaction { .. } => "compaction",
             EventBody::SummaryAttempt { .. } => "summary_attempt",
@@ -317,6 +364,8 @@ impl EventBody {
             EventBody::SessionStarted { .. } => 2,
             // v2: a typed verdict and the `parts` of the base (optional; v1 bodies read as none).
             EventBody::FloorDiagnosis { .. } => 2,
+            // v2: `by`, `pre_tokens`, `archived` (optional; v1 bodies read unchanged).
+            EventBody::Compaction { .. } => 2,
             _ => 1,
         }
     }
@@ -377,10 +426,34 @@ impl EventBody {
             EventBody::Dedup { stubbed, freed_bytes } => {
                 format!("dedup: {stubbed} repeated read(s) stubbed, {} freed", b(*freed_bytes))
             }
+            EventBody::Preflight { history_bytes, cap, forced_ratio_percent, warn_no_cap } => {
+                match (cap, forced_ratio_percent) {
+                    (Some(c), Some(r)) => format!(
+                        "pre-flight: history {} over 85% of the cap {} — compaction ratio forced to {r}%",
+                        b(*history_bytes),
+                        b(*c)
+                    ),
+                    (Some(c), None) => {
+                        format!("pre-flight: history {} within the cap {}", b(*history_bytes), b(*c))
+                    }
+                    (None, _) if *warn_no_cap => {
+                        format!("pre-flight: history {} and no cap set — warned", b(*history_bytes))
+                    }
+                    (None, _) => format!("pre-flight: history {}, no cap", b(*history_bytes)),
+                }
+            }
             EventBody::SkillAging { collapsed } => format!("skill aging: {collapsed} collapsed"),
-            EventBody::Compaction { trigger, level, outcome, .. } => {
+            EventBody::Compaction { trigger, level, outcome, by: None, .. } => {
                 format!("compaction ({trigger}) level {level}: {outcome}")
             }
+            EventBody::Compaction { trigger, outcome, by: Some(by), pre_tokens, archived, .. } => format!(
+                "compaction ({trigger}) by {by}: {outcome}{}{}",
+                pre_tokens.map(|t| format!(", {t} tokens before")).unwrap_or_default(),
+                archived
+                    .as_deref()
+                    .map(|k| format!(", pre-compaction history <<ccr:{k}>>"))
+                    .unwrap_or_default()
+            ),
             EventBody::SummaryAttempt { attempt, passed, reason, .. } => format!(
                 "summary attempt {attempt}: {}",
                 if *passed {

@@ -16,6 +16,7 @@ pub mod event;
 pub mod input;
 pub mod message;
 pub mod names;
+pub mod timeline;
 pub mod truncate;
 pub mod vectors;
 pub mod weight;

@@ -64,6 +64,12 @@ fn one_of_each() -> Vec<EventBody> {
         EventBody::NoticeInjected {},
         EventBody::Microcompact { truncated: 3, summarized: 2, freed_bytes: 1_700_000 },
         EventBody::Dedup { stubbed: 1, freed_bytes: 10 },
+        EventBody::Preflight {
+            history_bytes: 4_500_000,
+            cap: Some(5_000_000),
+            forced_ratio_percent: Some(40),
+            warn_no_cap: false,
+        },
         EventBody::SkillAging { collapsed: 1 },
         EventBody::Compaction {
             trigger: Trigger::Recovery,
@@ -72,6 +78,9 @@ fn one_of_each() -> Vec<EventBody> {
             backoff_skip: false,
             route: Some("builtin".into()),
             cost: Cost { calls: 1, input_tokens: 2, output_tokens: 3 },
+            by: None,
+            pre_tokens: None,
+            archived: None,
         },
         EventBody::SummaryAttempt { attempt: 1, passed: false, reason: Some("empty".into()), chars: 0 },
         EventBody::ContextEdit { cleared_tool_uses: 4, cleared_tokens: 20_000, stubs: 4 },
@@ -96,21 +105,40 @@ fn one_of_each() -> Vec<EventBody> {
     ]
 }
 
+/// Samples of the fields a later kind version added (appended after `one_of_each`).
+fn later_versions() -> Vec<EventBody> {
+    vec![EventBody::Compaction {
+        trigger: Trigger::Auto,
+        level: 2,
+        outcome: StepOutcome::Applied,
+        backoff_skip: false,
+        route: None,
+        cost: Cost::default(),
+        by: Some("claude-code".into()),
+        pre_tokens: Some(150_000),
+        archived: Some("d74981efa70a0c88".into()),
+    }]
+}
+
+fn expected_version(kind: &str) -> u32 {
+    match kind {
+        "session_started" | "floor_diagnosis" | "compaction" => 2,
+        _ => 1,
+    }
+}
+
 #[test]
 fn every_kind_has_a_locked_shape() {
     let events = one_of_each();
     let mut kinds: Vec<&str> = events.iter().map(EventBody::kind).collect();
     kinds.dedup();
     assert_eq!(kinds.len(), events.len(), "one sample per kind");
+    assert_eq!(kinds, EventBody::KINDS, "a sample for every kind of the vocabulary, in order");
     let mut rendered = String::new();
-    for e in &events {
+    for e in events.iter().chain(&later_versions()) {
         let json = serde_json::to_value(e).unwrap();
         assert_eq!(json["kind"], e.kind(), "the kind field is the kind's name");
-        let expected = match e.kind() {
-            "session_started" | "floor_diagnosis" => 2,
-            _ => 1,
-        };
-        assert_eq!(e.kind_version(), expected, "{}", e.kind());
+        assert_eq!(e.kind_version(), expected_version(e.kind()), "{}", e.kind());
         let back: EventBody = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(&back, e, "{} round-trips", e.kind());
         rendered.push_str(&serde_json::to_string(&json).unwrap());
@@ -126,6 +154,14 @@ fn every_kind_has_a_locked_shape() {
         rendered, locked,
         "an event's JSON shape changed: bump its kind_version and update the snapshot"
     );
+}
+
+#[test]
+fn a_version_1_compaction_still_reads() {
+    let v1 = r#"{"kind":"compaction","trigger":"auto","level":2,"outcome":"applied","backoff_skip":false,"route":null,"cost":{"calls":0,"input_tokens":0,"output_tokens":0}}"#;
+    let e: EventBody = serde_json::from_str(v1).unwrap();
+    assert!(matches!(e, EventBody::Compaction { by: None, pre_tokens: None, archived: None, .. }));
+    assert_eq!(serde_json::to_string(&e).unwrap(), v1, "a version-1 body keeps its bytes");
 }
 
 #[test]

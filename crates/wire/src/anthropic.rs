@@ -1,35 +1,67 @@
-//! Anthropic Messages request bodies: `{"model", "system"?, "messages": [...], "max_tokens"}`.
+//! Anthropic Messages request bodies: `{"model", "system"?, "messages": [...], "max_tokens", …}`.
 //!
-//! A user message's `tool_result` blocks become `tool` messages (in block order) followed by a
-//! user message with the remaining text and images; an assistant's `tool_use` blocks become
-//! native tool calls. `thinking` blocks are not part of the history and are skipped.
+//! A user message's `tool_result` blocks become `tool` messages and each run of other blocks one
+//! message, in block order; the later ones join the first when the body is rebuilt. An
+//! assistant's `tool_use` blocks become native tool calls, `text` blocks the content, `image`
+//! blocks (also inside a `tool_result`) images. Every other block — `thinking` and
+//! `redacted_thinking` with their signatures, `document`, server tool blocks, `compaction`,
+//! unknown types — and every field the model has no place for (`cache_control`, `citations`, …)
+//! is carried in the message's `wire` template (see [`crate::shape`]).
 
+use crate::conv::{self, without, Runs};
+use crate::shape::{self, finish, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
 use crate::{kind, Cx, Imported};
-use salvage_types::capture::CaptureError;
+use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Image, Message, Role, SystemPart, ToolCall};
 use salvage_types::History;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+const F: RequestFormat = RequestFormat::Anthropic;
+
+/// Builds Anthropic blocks.
+pub(crate) struct Anthropic;
+
+impl Shape for Anthropic {
+    fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
+        strip_control(&mut rest);
+        rest.entry("type").or_insert_with(|| json!("tool_use"));
+        rest.insert("id".into(), json!(call.id));
+        rest.insert("name".into(), json!(call.name));
+        rest.insert("input".into(), shape::arguments_object(&call.arguments));
+        Value::Object(rest)
+    }
+
+    fn image(&self, mut rest: Map<String, Value>, image: &Image) -> Value {
+        rest.entry("type").or_insert_with(|| json!("image"));
+        let source = match (&image.url, &image.data) {
+            (Some(u), _) => json!({"type": "url", "url": u}),
+            (None, d) => json!({
+                "type": "base64",
+                "media_type": image.media_type.clone().unwrap_or_else(|| "image/png".into()),
+                "data": d.clone().unwrap_or_default(),
+            }),
+        };
+        rest.insert("source".into(), source);
+        Value::Object(rest)
+    }
+}
 
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
     let top = cx.obj(body, "(top level)")?;
     let mut history = History::new();
+    let mut modeled = vec!["messages"];
     match top.get("system") {
         None | Some(Value::Null) => {}
-        Some(Value::String(s)) => history.push(Message::system(s.clone())),
+        Some(Value::String(s)) if s.is_empty() => {}
+        Some(Value::String(s)) => {
+            history.push(Message::system(s.clone()));
+            modeled.push("system");
+        }
+        Some(Value::Array(blocks)) if blocks.is_empty() => {}
         Some(Value::Array(blocks)) => {
-            let mut m = Message::system("");
-            for (i, b) in blocks.iter().enumerate() {
-                let path = format!("system[{i}]");
-                let o = cx.obj(b, &path)?;
-                let text = cx.req_str(o, "text", &path)?;
-                m.system_parts.push(SystemPart {
-                    kind: cx.opt_str(o, "type", &path)?.unwrap_or("text").to_string(),
-                    text: text.to_string(),
-                    cache_control: o.get("cache_control").cloned(),
-                });
-            }
-            m.content = m.system_parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
-            history.push(m);
+            history.push(system(cx, blocks)?);
+            modeled.push("system");
         }
         Some(v) => {
             return Err(
@@ -41,50 +73,55 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
         .get("messages")
         .ok_or_else(|| cx.err("messages", "missing (an Anthropic Messages body has a messages array)"))?;
     for (i, m) in cx.arr(messages, "messages")?.iter().enumerate() {
-        message(cx, m, &format!("messages[{i}]"), &mut history)?;
+        for d in message(cx, m, &format!("messages[{i}]"))? {
+            history.push(finish(d, F, default_template));
+        }
     }
+    let fields = without(top, &modeled);
+    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
     Ok(Imported {
         history,
         model: cx.opt_str(top, "model", "")?.map(str::to_string),
         provider: Some("anthropic".to_string()),
+        request: Some(request),
     })
 }
 
-fn text_of(cx: &Cx<'_>, v: &Value, path: &str) -> Result<String, CaptureError> {
-    match v {
-        Value::Null => Ok(String::new()),
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(blocks) => {
-            let mut texts = Vec::new();
-            for (i, b) in blocks.iter().enumerate() {
-                let bpath = format!("{path}[{i}]");
-                let o = cx.obj(b, &bpath)?;
-                if cx.req_str(o, "type", &bpath)? == "text" {
-                    texts.push(cx.req_str(o, "text", &bpath)?.to_string());
-                }
+/// The system blocks as one system message: text blocks are its parts (with `cache_control`);
+/// any other block or field makes a template of `part` markers and opaque blocks.
+fn system(cx: &Cx<'_>, blocks: &[Value]) -> Result<Message, CaptureError> {
+    let mut m = Message::system("");
+    let mut template = Vec::new();
+    let mut plain = true;
+    for (i, b) in blocks.iter().enumerate() {
+        let path = format!("system[{i}]");
+        let o = cx.obj(b, &path)?;
+        let is_text = o.get("type").and_then(Value::as_str) == Some("text");
+        match (is_text, o.get("text")) {
+            (true, Some(Value::String(text))) => {
+                m.system_parts.push(SystemPart {
+                    kind: "text".into(),
+                    text: text.clone(),
+                    cache_control: o.get("cache_control").cloned(),
+                });
+                let rest = without(o, &["type", "text", "cache_control"]);
+                plain &= rest.is_empty();
+                template.push(slot("part", rest));
             }
-            Ok(texts.join("\n"))
+            _ => {
+                plain = false;
+                template.push(lit(b.clone()));
+            }
         }
-        other => Err(cx.err(path, format!("expected a string or an array of blocks, found {}", kind(other)))),
     }
+    m.content = m.system_parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
+    if !plain {
+        m.wire = Some(shape::wire(F, json!({ "system": template }), false));
+    }
+    Ok(m)
 }
 
-fn image(cx: &Cx<'_>, o: &Map<String, Value>, path: &str) -> Result<Image, CaptureError> {
-    let spath = format!("{path}.source");
-    let src = cx.obj(o.get("source").ok_or_else(|| cx.err(&spath, "missing"))?, &spath)?;
-    Ok(match cx.opt_str(src, "type", &spath)? {
-        Some("url") => {
-            Image { media_type: None, data: None, url: Some(cx.req_str(src, "url", &spath)?.to_string()) }
-        }
-        _ => Image {
-            media_type: cx.opt_str(src, "media_type", &spath)?.map(str::to_string),
-            data: Some(cx.req_str(src, "data", &spath)?.to_string()),
-            url: None,
-        },
-    })
-}
-
-fn message(cx: &Cx<'_>, m: &Value, path: &str, out: &mut History) -> Result<(), CaptureError> {
+fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureError> {
     let o = cx.obj(m, path)?;
     let role = match cx.req_str(o, "role", path)? {
         "user" => Role::User,
@@ -95,10 +132,12 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str, out: &mut History) -> Result<(), 
         }
     };
     let content = o.get("content").ok_or_else(|| cx.err(&format!("{path}.content"), "missing"))?;
+    let env = without(o, &["content"]);
     let blocks = match content {
         Value::String(s) => {
-            out.push(Message::new(role, s.clone()));
-            return Ok(());
+            let mut t: Map<String, Value> = env.into_iter().map(|(k, v)| (k, lit(v))).collect();
+            t.insert("content".into(), text_marker("s", Map::new(), s));
+            return Ok(vec![Draft { msg: Message::new(role, ""), template: Value::Object(t), join: false }]);
         }
         Value::Array(b) => b,
         other => {
@@ -108,45 +147,271 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str, out: &mut History) -> Result<(), 
             ))
         }
     };
-    let mut msg = Message::new(role, "");
-    let mut texts: Vec<String> = Vec::new();
+    let mut runs = Runs::new(env, "role", "content", role);
     for (i, b) in blocks.iter().enumerate() {
         let bpath = format!("{path}.content[{i}]");
         let bo = cx.obj(b, &bpath)?;
-        match cx.req_str(bo, "type", &bpath)? {
-            "text" => texts.push(cx.req_str(bo, "text", &bpath)?.to_string()),
-            "image" => msg.images.push(image(cx, bo, &bpath)?),
-            "tool_use" if role == Role::Assistant => msg.tool_calls.push(ToolCall {
-                id: cx.req_str(bo, "id", &bpath)?.to_string(),
-                kind: "function".to_string(),
-                name: cx.req_str(bo, "name", &bpath)?.to_string(),
-                arguments: bo.get("input").cloned().unwrap_or_else(|| Value::Object(Map::new())),
-            }),
+        let ty = cx.req_str(bo, "type", &bpath)?;
+        match ty {
             "tool_result" if role == Role::User => {
-                let id = cx.req_str(bo, "tool_use_id", &bpath)?;
-                let text =
-                    text_of(cx, bo.get("content").unwrap_or(&Value::Null), &format!("{bpath}.content"))?;
-                let mut t = Message::tool(id, text);
-                t.is_error = bo.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                out.push(t);
+                let (msg, tpl) = tool_result(cx, bo, &bpath)?;
+                runs.result(msg, tpl);
             }
-            "thinking" | "redacted_thinking" => {}
-            other => {
-                return Err(cx.err(
-                    &format!("{bpath}.type"),
-                    format!("unsupported block type {other:?} for a {} message", role.as_str()),
-                ))
+            _ => {
+                let (tpl, add) = block(cx, bo, b, role, &bpath)?;
+                let msg = runs.block(tpl);
+                match add {
+                    Add::Nothing => {}
+                    Add::Image(img) => msg.images.push(img),
+                    Add::Call(c) => msg.tool_calls.push(c),
+                }
             }
         }
     }
-    msg.content = texts.join("\n");
-    if !msg.content.is_empty() || !msg.images.is_empty() || !msg.tool_calls.is_empty() {
-        out.push(msg);
-    }
-    Ok(())
+    Ok(runs.finish())
 }
 
-/// The Anthropic Messages request body a client would send for this history.
+enum Add {
+    Nothing,
+    Image(Image),
+    Call(ToolCall),
+}
+
+/// One non-result block: its template and what it adds to the message.
+fn block(
+    cx: &Cx<'_>,
+    bo: &Map<String, Value>,
+    b: &Value,
+    role: Role,
+    path: &str,
+) -> Result<(Value, Add), CaptureError> {
+    Ok(match bo.get("type").and_then(Value::as_str) {
+        Some("text") => {
+            let text = cx.req_str(bo, "text", path)?;
+            (text_marker("text", without(bo, &["text"]), text), Add::Nothing)
+        }
+        Some("image") => match image_of(bo) {
+            Some(img) => {
+                let rest = without(bo, &["source"]);
+                if Anthropic.image(rest.clone(), &img) == *b {
+                    (slot("image", rest), Add::Image(img))
+                } else {
+                    (lit(b.clone()), Add::Nothing)
+                }
+            }
+            None => (lit(b.clone()), Add::Nothing),
+        },
+        Some("tool_use") if role == Role::Assistant => {
+            match (bo.get("id").and_then(Value::as_str), bo.get("name").and_then(Value::as_str)) {
+                (Some(id), Some(name)) => {
+                    let call = ToolCall {
+                        id: id.to_string(),
+                        kind: "function".into(),
+                        name: name.to_string(),
+                        arguments: bo.get("input").cloned().unwrap_or_else(|| json!({})),
+                    };
+                    let rest = without(bo, &["id", "name", "input"]);
+                    if Anthropic.call(rest.clone(), &call) == *b {
+                        (slot("call", rest), Add::Call(call))
+                    } else {
+                        (shape::call_as_sent(b), Add::Call(call))
+                    }
+                }
+                _ => (lit(b.clone()), Add::Nothing),
+            }
+        }
+        _ => (lit(b.clone()), Add::Nothing),
+    })
+}
+
+fn image_of(bo: &Map<String, Value>) -> Option<Image> {
+    let src = bo.get("source")?.as_object()?;
+    match src.get("type")?.as_str()? {
+        "url" => Some(Image { media_type: None, data: None, url: Some(src.get("url")?.as_str()?.into()) }),
+        "base64" => Some(Image {
+            media_type: Some(src.get("media_type")?.as_str()?.into()),
+            data: Some(src.get("data")?.as_str()?.into()),
+            url: None,
+        }),
+        _ => None,
+    }
+}
+
+/// A `tool_result` block: a tool message and the block's template.
+fn tool_result(cx: &Cx<'_>, bo: &Map<String, Value>, path: &str) -> Result<(Message, Value), CaptureError> {
+    let id = cx.req_str(bo, "tool_use_id", path)?;
+    let mut msg = Message::tool(id, "");
+    let mut t = Map::new();
+    for (k, v) in bo {
+        match (k.as_str(), v) {
+            ("tool_use_id", _) => {
+                t.insert(k.clone(), Value::Object(shape::marker("id")));
+            }
+            ("is_error", Value::Bool(true)) => {
+                msg.is_error = true;
+                t.insert(k.clone(), Value::Object(shape::marker("err")));
+            }
+            ("content", Value::String(s)) => {
+                t.insert(k.clone(), text_marker("s", Map::new(), s));
+            }
+            ("content", Value::Array(items)) => {
+                let mut inner = Vec::with_capacity(items.len());
+                for (j, it) in items.iter().enumerate() {
+                    let ipath = format!("{path}.content[{j}]");
+                    let io = cx.obj(it, &ipath)?;
+                    let (tpl, add) = block(cx, io, it, Role::User, &ipath)?;
+                    match add {
+                        Add::Image(img) => msg.images.push(img),
+                        Add::Call(_) | Add::Nothing => {}
+                    }
+                    inner.push(tpl);
+                }
+                t.insert(k.clone(), Value::Array(inner));
+            }
+            _ => {
+                t.insert(k.clone(), lit(v.clone()));
+            }
+        }
+    }
+    Ok((msg, Value::Object(t)))
+}
+
+/// The template a message without `wire` is built from, and whether it joins the previous
+/// provider message.
+pub(crate) fn default_template(m: &Message) -> (Value, bool) {
+    let role = match m.role {
+        Role::Assistant => "assistant",
+        Role::User | Role::Tool | Role::System => "user",
+    };
+    if m.role == Role::Tool {
+        let mut r = Map::new();
+        r.insert("type".into(), json!("tool_result"));
+        r.insert("tool_use_id".into(), Value::Object(shape::marker("id")));
+        if !m.images.is_empty() {
+            let mut inner = vec![json!({"$": "text", "type": "text"})];
+            inner.extend(m.images.iter().map(|_| json!({"$": "image", "type": "image"})));
+            r.insert("content".into(), Value::Array(inner));
+        } else if !m.content.is_empty() {
+            r.insert("content".into(), json!({"$": "s"}));
+        }
+        if m.is_error {
+            r.insert("is_error".into(), Value::Object(shape::marker("err")));
+        }
+        return (json!({"role": role, "content": [Value::Object(r)]}), false);
+    }
+    if m.images.is_empty() && m.tool_calls.is_empty() {
+        return (json!({"role": role, "content": {"$": "s"}}), false);
+    }
+    let mut blocks = Vec::new();
+    if !m.content.is_empty() {
+        blocks.push(json!({"$": "text", "type": "text"}));
+    }
+    blocks.extend(m.images.iter().map(|_| json!({"$": "image", "type": "image"})));
+    blocks.extend(m.tool_calls.iter().map(|_| json!({"$": "call", "type": "tool_use"})));
+    (json!({"role": role, "content": blocks}), false)
+}
+
+fn is_result(b: &Value) -> bool {
+    b.get("type").and_then(Value::as_str) == Some("tool_result")
+}
+
+/// Places what had no slot: content as a text block (first) or as a result's content, calls
+/// and images as blocks at the end.
+fn place(v: &mut Value, f: &mut Fill<'_>, msg: &Message) {
+    let calls: Vec<Value> = f.rest_calls().iter().map(|c| Anthropic.call(Map::new(), c)).collect();
+    let images: Vec<Value> = f.rest_images().iter().map(|i| Anthropic.image(Map::new(), i)).collect();
+    let text = f.leftover_text.take();
+    let Some(content) = v.get_mut("content") else { return };
+    if msg.role == Role::Tool {
+        if let Some(r) = content.as_array_mut().and_then(|b| b.iter_mut().find(|b| is_result(b))) {
+            if let (Some(t), Some(ro)) = (text, r.as_object_mut()) {
+                match ro.get_mut("content") {
+                    Some(Value::Array(items)) => items.insert(0, json!({"type": "text", "text": t})),
+                    _ => {
+                        ro.insert("content".into(), json!(t));
+                    }
+                }
+            }
+        }
+        return;
+    }
+    if let Value::String(s) = content {
+        if calls.is_empty() && images.is_empty() {
+            return;
+        }
+        let first = std::mem::take(s);
+        *content = Value::Array(if first.is_empty() {
+            vec![]
+        } else {
+            vec![json!({"type": "text", "text": first})]
+        });
+    }
+    if let Value::Array(blocks) = content {
+        if let Some(t) = text {
+            blocks.insert(0, json!({"type": "text", "text": t}));
+        }
+        blocks.extend(images);
+        blocks.extend(calls);
+    }
+}
+
+/// The Anthropic Messages body for a history, with the request's other fields.
+pub(crate) fn body(request: &Request, history: &[Message]) -> Value {
+    let names = HashMap::new();
+    let mut system: Vec<Value> = Vec::new();
+    let mut system_string: Option<&str> = None;
+    let n_system = history.iter().filter(|m| m.role == Role::System).count();
+    let mut messages: Vec<Value> = Vec::new();
+    for m in history {
+        if m.role == Role::System {
+            match shape::template_of(m, F).and_then(|(t, _)| t.get("system")) {
+                Some(t) => {
+                    let mut f = Fill::new(&Anthropic, m, t, &names);
+                    if let Some(Value::Array(b)) = f.fill(t) {
+                        system.extend(b);
+                    }
+                }
+                None if m.system_parts.is_empty() && n_system == 1 => system_string = Some(&m.content),
+                None if m.system_parts.is_empty() => system.push(json!({"type": "text", "text": m.content})),
+                None => {
+                    let mut f = Fill::new(&Anthropic, m, &Value::Null, &names);
+                    for _ in &m.system_parts {
+                        if let Some(b) = f.fill(&json!({"$": "part"})) {
+                            system.push(b);
+                        }
+                    }
+                }
+            }
+            continue;
+        }
+        let (template, join, wired) = match shape::template_of(m, F) {
+            Some((t, j)) => (t.clone(), j, true),
+            None => {
+                let (t, j) = default_template(m);
+                (t, j, false)
+            }
+        };
+        let v = shape::build(&Anthropic, m, &template, &names, |v, f| place(v, f, m));
+        let join = if wired {
+            join
+        } else {
+            // A result salvage wrote joins the results before it, as the API requires.
+            m.role == Role::Tool && conv::last_is_results(&messages, "content", is_result)
+        };
+        conv::push(&mut messages, v, join, "role", "content");
+    }
+    let mut out = request.fields.clone();
+    if let Some(s) = system_string {
+        out.insert("system".into(), json!(s));
+    } else if !system.is_empty() {
+        out.insert("system".into(), Value::Array(system));
+    }
+    out.insert("messages".into(), Value::Array(messages));
+    Value::Object(out)
+}
+
+/// The Anthropic Messages request body a client would send for this history (no template, no
+/// request fields: the replay's estimate; see [`crate::request_body`] for the request as sent).
 ///
 /// System messages go to `system` (as blocks when they carry parts); consecutive tool results are
 /// folded into one user message of `tool_result` blocks, as the API requires.

@@ -1,17 +1,42 @@
 //! Provider wire formats: importing real request bodies and session files into a history, and
-//! building the request body a client would send for a history.
+//! rebuilding the request body of a history in a given format.
 //!
 //! Owns the mapping between salvage's message model and the OpenAI chat-completions body, the
-//! Anthropic Messages body and the reference client's session file (version 2). It does not send
-//! anything. Design decision: the importers read JSON as untyped values and walk them by hand, so
-//! every error names the JSON path that is wrong (`messages[3].content[1].type`), not a serde type.
+//! Anthropic Messages body, the OpenAI Responses body, the Gemini `generateContent` body, the
+//! Bedrock Converse body and the reference client's session file (version 2), the session files
+//! of other clients (Claude Code transcripts, Codex CLI rollouts, Cline task histories; see
+//! [`session`]), and the meaning of a message's `wire` value. It does not send anything.
+//!
+//! Design decisions: the importers read JSON as untyped values and walk them by hand, so every
+//! error names the JSON path that is wrong (`messages[3].content[1].type`), not a serde type; and
+//! import is lossless: what the message model has no field for is kept in the message's `wire`
+//! template ([`shape`]) and the body's other fields in [`Request::fields`], so that
+//! [`request_body`] rebuilds the body as sent (JSON-equal; [`request_bytes`] is its exact size)
+//! and still builds a valid body after compaction rewrote the history.
+//!
+//! Round-trip normalisations (the only ways a rebuilt body differs from the file imported):
+//! whitespace and indentation (`request.bytes` is the size of the compact serialization, not of
+//! the file); string escapes written in their shortest form (`\u00e9` → `é`, `\/` → `/`);
+//! numbers in serde_json's form (`1e3` → `1000.0`); the order of the top-level keys (the
+//! message fields come last); of a duplicated key, the last value.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod chatcli;
+pub mod claude_code;
+pub mod cline;
+pub mod codex;
+mod conv;
+pub mod detect;
+pub mod gemini;
 pub mod openai;
 pub mod redact;
+pub mod responses;
+pub mod session;
+pub mod shape;
 
-use salvage_types::capture::{check_utf8, CaptureError};
+use salvage_types::capture::{check_utf8, CaptureError, Request, RequestFormat};
+use salvage_types::message::Message;
 use salvage_types::History;
 use serde_json::Value;
 
@@ -24,6 +49,8 @@ pub struct Imported {
     pub model: Option<String>,
     /// The provider family the body belongs to.
     pub provider: Option<String>,
+    /// The request as sent besides its messages (format, size, other fields).
+    pub request: Option<Request>,
 }
 
 /// The source shapes an importer reads.
@@ -35,19 +62,171 @@ pub enum Source {
     Anthropic,
     /// Reference-client session file, version 2.
     Chatcli,
+    /// OpenAI Responses API request body.
+    OpenaiResponses,
+    /// Gemini `generateContent` request body.
+    Gemini,
+    /// Bedrock Converse request body.
+    Bedrock,
+    /// Claude Code transcript (JSONL).
+    ClaudeCode,
+    /// Codex CLI rollout (JSONL).
+    Codex,
+    /// Cline / Roo Code `api_conversation_history.json`.
+    Cline,
+}
+
+impl Source {
+    /// The request format this source's importer writes.
+    pub fn format(self) -> RequestFormat {
+        match self {
+            Source::Openai => RequestFormat::Openai,
+            Source::Anthropic => RequestFormat::Anthropic,
+            Source::Chatcli => RequestFormat::Chatcli,
+            Source::OpenaiResponses => RequestFormat::OpenaiResponses,
+            Source::Gemini => RequestFormat::Gemini,
+            Source::Bedrock => RequestFormat::Bedrock,
+            Source::ClaudeCode => RequestFormat::ClaudeCode,
+            Source::Codex => RequestFormat::Codex,
+            Source::Cline => RequestFormat::Cline,
+        }
+    }
+
+    /// True for a client's session file (read with [`read_session`]), as opposed to a request
+    /// body.
+    pub fn is_session(self) -> bool {
+        match self {
+            Source::ClaudeCode | Source::Codex | Source::Cline => true,
+            Source::Openai
+            | Source::Anthropic
+            | Source::Chatcli
+            | Source::OpenaiResponses
+            | Source::Gemini
+            | Source::Bedrock => false,
+        }
+    }
+
+    /// The source that imports a request format, when this build has an importer for it.
+    pub fn of(format: RequestFormat) -> Option<Source> {
+        match format {
+            RequestFormat::Openai => Some(Source::Openai),
+            RequestFormat::Anthropic => Some(Source::Anthropic),
+            RequestFormat::Chatcli => Some(Source::Chatcli),
+            RequestFormat::OpenaiResponses => Some(Source::OpenaiResponses),
+            RequestFormat::Gemini => Some(Source::Gemini),
+            RequestFormat::Bedrock => Some(Source::Bedrock),
+            RequestFormat::ClaudeCode => Some(Source::ClaudeCode),
+            RequestFormat::Codex => Some(Source::Codex),
+            RequestFormat::Cline => Some(Source::Cline),
+        }
+    }
 }
 
 /// Imports bytes of the given shape; `file` names the source in errors.
 pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, CaptureError> {
+    if source.is_session() {
+        return read_session(source, bytes, file).map(|s| s.imported());
+    }
     let value = parse_json(bytes, file)?;
+    let (_, used) = salvage_types::input::json_shape(bytes, usize::MAX);
+    VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(bytes.len()).saturating_sub(used)));
+    import_value(source, &value, file)
+}
+
+/// Reads a client's session file: its steps as they happened, sidechains kept apart, and the
+/// accounting of every record. A request body source is refused (use [`import`]).
+pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session::Session, CaptureError> {
+    check_utf8(bytes, file)?;
+    salvage_types::input::check_json_shape(bytes, file)?;
     let (_, used) = salvage_types::input::json_shape(bytes, usize::MAX);
     VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(bytes.len()).saturating_sub(used)));
     let cx = Cx { file };
     match source {
-        Source::Openai => openai::import(&cx, &value),
-        Source::Anthropic => anthropic::import(&cx, &value),
-        Source::Chatcli => chatcli::import(&cx, &value),
+        Source::ClaudeCode => claude_code::read(&cx, bytes),
+        Source::Codex => codex::read(&cx, bytes),
+        Source::Cline => cline::read(&cx, &parse_json(bytes, file)?),
+        Source::Openai
+        | Source::Anthropic
+        | Source::Chatcli
+        | Source::OpenaiResponses
+        | Source::Gemini
+        | Source::Bedrock => {
+            Err(cx.err("(top level)", "a request body is not a session file: import it instead"))
+        }
     }
+}
+
+/// Imports an already parsed body of the given shape.
+pub fn import_value(source: Source, value: &Value, file: &str) -> Result<Imported, CaptureError> {
+    let cx = Cx { file };
+    match source {
+        Source::Openai => openai::import(&cx, value),
+        Source::Anthropic => anthropic::import(&cx, value),
+        Source::Chatcli => chatcli::import(&cx, value),
+        Source::OpenaiResponses => responses::import(&cx, value),
+        Source::Gemini => gemini::import(&cx, value),
+        Source::Bedrock => bedrock::import(&cx, value),
+        Source::ClaudeCode | Source::Codex => {
+            Err(cx.err("(top level)", "a JSON Lines session file: read it with read_session"))
+        }
+        Source::Cline => cline::read(&cx, value).map(|s| s.imported()),
+    }
+}
+
+/// The request body for `history` in `request`'s format, with `request`'s other fields.
+///
+/// For a history as imported it is JSON-equal to the body imported (see the crate docs for the
+/// normalisations). For a history rewritten by compaction (messages dropped, contents cut, new
+/// messages without `wire`) it is a valid body of the format that carries the opaque blocks of
+/// the surviving messages. Messages whose `wire` belongs to another format are built from the
+/// modeled parts alone. The session formats (Claude Code, Codex, Cline) are written as
+/// Anthropic Messages bodies, the API their clients send.
+pub fn request_body(request: &Request, history: &[Message]) -> Value {
+    match request.format {
+        RequestFormat::Openai => openai::body(request, history),
+        RequestFormat::Anthropic | RequestFormat::ClaudeCode | RequestFormat::Cline => {
+            anthropic::body(request, history)
+        }
+        RequestFormat::OpenaiResponses | RequestFormat::Codex => responses::body(request, history),
+        RequestFormat::Gemini => gemini::body(request, history),
+        RequestFormat::Bedrock => bedrock::body(request, history),
+        RequestFormat::Chatcli => chatcli::body(request, history),
+    }
+}
+
+/// The size of [`request_body`] as compact JSON, without building the string. For a history as
+/// imported from a body it equals `request.bytes` (a session file has no `bytes`: it is not a
+/// body as sent).
+pub fn request_bytes(request: &Request, history: &[Message]) -> u64 {
+    salvage_types::weight::compact_json_len(&request_body(request, history))
+}
+
+/// A request of `format` with only a model (for exporting a history that was not imported from a
+/// body): the fields a valid body of that format needs besides the messages.
+pub fn bare_request(format: RequestFormat, model: Option<&str>) -> Request {
+    let mut fields = serde_json::Map::new();
+    match format {
+        RequestFormat::Openai
+        | RequestFormat::OpenaiResponses
+        | RequestFormat::Anthropic
+        | RequestFormat::ClaudeCode
+        | RequestFormat::Codex
+        | RequestFormat::Cline => {
+            fields.insert("model".into(), Value::String(model.unwrap_or("model").into()));
+        }
+        RequestFormat::Gemini | RequestFormat::Bedrock => {}
+        RequestFormat::Chatcli => {
+            fields.insert("version".into(), Value::from(2));
+            if let Some(m) = model {
+                fields.insert("model".into(), Value::String(m.into()));
+            }
+        }
+    }
+    if matches!(format, RequestFormat::Anthropic | RequestFormat::ClaudeCode | RequestFormat::Cline) {
+        // The Messages API requires it; the value the reference client uses.
+        fields.insert("max_tokens".into(), Value::from(8192));
+    }
+    Request { format, bytes: None, fields }
 }
 
 /// Parses JSON bytes, reporting invalid UTF-8 and syntax errors with their position.
@@ -121,22 +300,18 @@ pub(crate) fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Parses tool-call arguments given as a JSON string; a string that is not JSON is kept as a string.
-///
-/// Values are built only within the import's budget ([`salvage_types::input::max_values`] of the
-/// whole file, shared by every call's arguments): arguments past it (a JSON bomb of small objects
-/// inside a string) are kept as their text, which costs what the file does.
-pub(crate) fn parse_arguments(text: &str) -> Value {
-    if text.trim().is_empty() {
-        return Value::Object(serde_json::Map::new());
-    }
+/// True when a JSON text (tool-call arguments inside a string) fits in what the current import
+/// may still build, which it then spends. The budget is [`salvage_types::input::max_values`] of
+/// the whole file, shared by every argument string: arguments past it (a JSON bomb of small
+/// objects inside a string) are kept as their text, which costs what the file does.
+pub(crate) fn within_value_budget(text: &str) -> bool {
     let left = VALUE_BUDGET.with(|b| b.get());
     let (depth, values) = salvage_types::input::json_shape(text.as_bytes(), left);
     if values > left || depth > salvage_types::input::MAX_DEPTH {
-        return Value::String(text.to_string());
+        return false;
     }
     VALUE_BUDGET.with(|b| b.set(left - values));
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    true
 }
 
 thread_local! {

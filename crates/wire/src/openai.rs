@@ -1,10 +1,80 @@
-//! OpenAI chat-completions request bodies: `{"model", "messages": [...], "tools"?: [...]}`.
+//! OpenAI chat-completions request bodies: `{"model", "messages": [...], "tools"?: [...], …}`.
+//!
+//! One provider message is one salvage message (`developer` is a system message, the legacy
+//! `function` role a tool message). Content parts `text` and `refusal` are the content,
+//! `image_url` parts images, `tool_calls` and the legacy `function_call` native tool calls; every
+//! other part (`input_audio`, `file`, unknown types) and field (`name`, `audio`, …) is carried in
+//! the message's `wire` template (see [`crate::shape`]).
 
-use crate::{kind, parse_arguments, split_data_url, Cx, Imported};
-use salvage_types::capture::CaptureError;
+use crate::shape::{self, finish, flag, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
+use crate::{kind, split_data_url, Cx, Imported};
+use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Image, Message, Role, ToolCall};
 use salvage_types::History;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+const F: RequestFormat = RequestFormat::Openai;
+
+/// Builds OpenAI chat parts.
+pub(crate) struct Openai;
+
+impl Shape for Openai {
+    fn call(&self, mut rest: Map<String, Value>, call: &ToolCall) -> Value {
+        let legacy = flag(&mut rest, "$legacy");
+        let as_object = flag(&mut rest, "$obj");
+        let fmt = rest.shift_remove("$fmt");
+        strip_control(&mut rest);
+        let args = if as_object {
+            call.arguments.clone()
+        } else {
+            json!(shape::arguments_string(&call.arguments, fmt.as_ref().and_then(Value::as_str)))
+        };
+        if legacy {
+            rest.insert("name".into(), json!(call.name));
+            rest.insert("arguments".into(), args);
+            return Value::Object(rest);
+        }
+        let mut function = match rest.shift_remove("function") {
+            Some(Value::Object(f)) => f,
+            _ => Map::new(),
+        };
+        function.insert("name".into(), json!(call.name));
+        function.insert("arguments".into(), args);
+        rest.insert("id".into(), json!(call.id));
+        rest.insert("type".into(), json!(call.kind));
+        rest.insert("function".into(), Value::Object(function));
+        Value::Object(rest)
+    }
+
+    fn image(&self, mut rest: Map<String, Value>, image: &Image) -> Value {
+        rest.entry("type").or_insert_with(|| json!("image_url"));
+        let mut iu = match rest.shift_remove("image_url") {
+            Some(Value::Object(o)) => o,
+            _ => Map::new(),
+        };
+        iu.insert("url".into(), json!(image_url(image)));
+        rest.insert("image_url".into(), Value::Object(iu));
+        Value::Object(rest)
+    }
+}
+
+/// An image as a URL (a `data:` URL for inline bytes).
+pub(crate) fn image_url(img: &Image) -> String {
+    match (&img.url, &img.data) {
+        (Some(u), _) => u.clone(),
+        (None, Some(d)) => format!("data:{};base64,{d}", img.media_type.as_deref().unwrap_or("image/png")),
+        (None, None) => String::new(),
+    }
+}
+
+/// An image read from a URL (inline when it is a `data:` URL).
+pub(crate) fn image_from_url(url: &str) -> Image {
+    match split_data_url(url) {
+        Some((media, data)) => Image { media_type: Some(media), data: Some(data), url: None },
+        None => Image { media_type: None, data: None, url: Some(url.to_string()) },
+    }
+}
 
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
     let top = cx.obj(body, "(top level)")?;
@@ -13,20 +83,33 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
     })?;
     let messages = cx.arr(messages, "messages")?;
     let mut history = History::with_capacity(messages.len());
+    let mut legacy = Legacy::default();
     for (i, m) in messages.iter().enumerate() {
         let path = format!("messages[{i}]");
-        history.push(message(cx, m, &path)?);
+        history.push(finish(message(cx, m, &path, &mut legacy)?, F, default_template));
     }
+    let fields = crate::conv::without(top, &["messages"]);
+    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
     Ok(Imported {
         history,
         model: cx.opt_str(top, "model", "")?.map(str::to_string),
         provider: Some("openai".to_string()),
+        request: Some(request),
     })
 }
 
-fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Message, CaptureError> {
+/// Ids given to legacy `function_call`s (they have none) so that the `function` message that
+/// answers one names it: by name, in order.
+#[derive(Default)]
+struct Legacy {
+    n: usize,
+    pending: Vec<(String, String)>,
+}
+
+fn message(cx: &Cx<'_>, m: &Value, path: &str, legacy: &mut Legacy) -> Result<Draft, CaptureError> {
     let o = cx.obj(m, path)?;
-    let role = match cx.req_str(o, "role", path)? {
+    let role_name = cx.req_str(o, "role", path)?;
+    let role = match role_name {
         "system" | "developer" => Role::System,
         "user" => Role::User,
         "assistant" => Role::Assistant,
@@ -39,88 +122,243 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Message, CaptureError> 
         }
     };
     let mut msg = Message::new(role, "");
-    match o.get("content") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => msg.content = s.clone(),
-        Some(Value::Array(parts)) => {
-            let mut texts = Vec::new();
-            for (j, p) in parts.iter().enumerate() {
-                let ppath = format!("{path}.content[{j}]");
-                let po = cx.obj(p, &ppath)?;
-                match cx.req_str(po, "type", &ppath)? {
-                    "text" | "input_text" | "output_text" => {
-                        texts.push(cx.req_str(po, "text", &ppath)?.to_string())
+    let mut t = Map::new();
+    for (k, v) in o {
+        let kpath = format!("{path}.{k}");
+        let tv = match (k.as_str(), v) {
+            ("content", Value::String(s)) => text_marker("s", Map::new(), s),
+            ("content", Value::Null) => Value::Null,
+            ("content", Value::Array(parts)) => {
+                let mut out = Vec::with_capacity(parts.len());
+                for (j, p) in parts.iter().enumerate() {
+                    out.push(part(cx, p, &format!("{kpath}[{j}]"), &mut msg)?);
+                }
+                Value::Array(out)
+            }
+            ("content", v) => {
+                return Err(cx
+                    .err(&kpath, format!("expected a string, an array of parts or null, found {}", kind(v))))
+            }
+            ("tool_calls", Value::Array(calls)) if role == Role::Assistant => {
+                let mut out = Vec::with_capacity(calls.len());
+                for (j, c) in calls.iter().enumerate() {
+                    out.push(tool_call(cx, c, &format!("{kpath}[{j}]"), &mut msg)?);
+                }
+                Value::Array(out)
+            }
+            ("function_call", Value::Object(fc)) if role == Role::Assistant => {
+                match (fc.get("name").and_then(Value::as_str), fc.get("arguments")) {
+                    (Some(name), Some(Value::String(raw))) => {
+                        legacy.n += 1;
+                        let id = format!("function_call_{}", legacy.n);
+                        legacy.pending.push((name.to_string(), id.clone()));
+                        let (arguments, fmt) = shape::arguments_from_string(raw);
+                        let call =
+                            ToolCall { id, kind: "function".into(), name: name.to_string(), arguments };
+                        let mut rest = crate::conv::without(fc, &["name", "arguments"]);
+                        rest.insert("$legacy".into(), json!(1));
+                        if let Some(f) = fmt {
+                            rest.insert("$fmt".into(), json!(f));
+                        }
+                        if Openai.call(rest.clone(), &call) == *v {
+                            msg.tool_calls.push(call);
+                            slot("call", rest)
+                        } else {
+                            lit(v.clone())
+                        }
                     }
-                    "image_url" => {
-                        let url = match po.get("image_url") {
-                            Some(Value::String(s)) => s.as_str(),
-                            Some(v) => cx.req_str(
-                                cx.obj(v, &format!("{ppath}.image_url"))?,
-                                "url",
-                                &format!("{ppath}.image_url"),
-                            )?,
-                            None => return Err(cx.err(&format!("{ppath}.image_url"), "missing")),
-                        };
-                        msg.images.push(match split_data_url(url) {
-                            Some((media, data)) => {
-                                Image { media_type: Some(media), data: Some(data), url: None }
-                            }
-                            None => Image { media_type: None, data: None, url: Some(url.to_string()) },
-                        });
-                    }
-                    "refusal" => texts.push(cx.req_str(po, "refusal", &ppath)?.to_string()),
-                    other => {
-                        return Err(cx.err(
-                            &format!("{ppath}.type"),
-                            format!("unsupported content part type {other:?} (text and image_url are read)"),
-                        ))
-                    }
+                    _ => lit(v.clone()),
                 }
             }
-            msg.content = texts.join("\n");
-        }
-        Some(v) => {
-            return Err(cx.err(
-                &format!("{path}.content"),
-                format!("expected a string, an array of parts or null, found {}", kind(v)),
-            ))
-        }
+            ("tool_call_id", Value::String(id)) if role_name == "tool" => {
+                msg.tool_call_id = Some(id.clone());
+                Value::Object(shape::marker("id"))
+            }
+            _ => lit(v.clone()),
+        };
+        t.insert(k.clone(), tv);
     }
-    if let Some(calls) = o.get("tool_calls").filter(|v| !v.is_null()) {
-        let calls = cx.arr(calls, &format!("{path}.tool_calls"))?;
-        for (j, c) in calls.iter().enumerate() {
-            let cpath = format!("{path}.tool_calls[{j}]");
-            let co = cx.obj(c, &cpath)?;
-            let f = co.get("function").ok_or_else(|| cx.err(&format!("{cpath}.function"), "missing"))?;
-            let fpath = format!("{cpath}.function");
-            let fo = cx.obj(f, &fpath)?;
-            let arguments = match fo.get("arguments") {
-                None | Some(Value::Null) => Value::Object(Map::new()),
-                Some(Value::String(s)) => parse_arguments(s),
-                Some(v @ Value::Object(_)) => v.clone(),
-                Some(v) => {
-                    return Err(cx.err(
-                        &format!("{fpath}.arguments"),
-                        format!("expected a JSON string, found {}", kind(v)),
-                    ))
-                }
-            };
-            msg.tool_calls.push(ToolCall {
-                id: cx.opt_str(co, "id", &cpath)?.unwrap_or_default().to_string(),
-                kind: cx.opt_str(co, "type", &cpath)?.unwrap_or("function").to_string(),
-                name: cx.req_str(fo, "name", &fpath)?.to_string(),
-                arguments,
-            });
-        }
+    if role_name == "function" {
+        // The legacy result names its function; it answers the latest pending call of that name.
+        let name = o.get("name").and_then(Value::as_str).unwrap_or_default();
+        let id = match legacy.pending.iter().rposition(|(n, _)| n == name) {
+            Some(i) => legacy.pending.remove(i).1,
+            None => name.to_string(),
+        };
+        msg.tool_call_id = Some(id);
     }
-    if role == Role::Tool {
-        msg.tool_call_id =
-            cx.opt_str(o, "tool_call_id", path)?.or(cx.opt_str(o, "name", path)?).map(str::to_string);
-    }
-    Ok(msg)
+    Ok(Draft { msg, template: Value::Object(t), join: false })
 }
 
-/// The OpenAI chat-completions request body a client would send for this history.
+fn part(cx: &Cx<'_>, p: &Value, path: &str, msg: &mut Message) -> Result<Value, CaptureError> {
+    let po = cx.obj(p, path)?;
+    Ok(match cx.req_str(po, "type", path)? {
+        "text" | "input_text" | "output_text" => {
+            let text = cx.req_str(po, "text", path)?;
+            text_marker("text", crate::conv::without(po, &["text"]), text)
+        }
+        "refusal" => match po.get("refusal") {
+            Some(Value::String(r)) => {
+                let mut rest = crate::conv::without(po, &["refusal"]);
+                rest.insert("$k".into(), json!("refusal"));
+                text_marker("text", rest, r)
+            }
+            _ => lit(p.clone()),
+        },
+        "image_url" => {
+            let url = match po.get("image_url") {
+                Some(Value::Object(iu)) => iu.get("url").and_then(Value::as_str),
+                _ => None,
+            };
+            match url {
+                Some(url) => {
+                    let img = image_from_url(url);
+                    let mut rest = crate::conv::without(po, &["image_url"]);
+                    if let Some(Value::Object(iu)) = po.get("image_url") {
+                        rest.insert("image_url".into(), Value::Object(crate::conv::without(iu, &["url"])));
+                    }
+                    if Openai.image(rest.clone(), &img) == *p {
+                        msg.images.push(img);
+                        slot("image", rest)
+                    } else {
+                        lit(p.clone())
+                    }
+                }
+                None => lit(p.clone()),
+            }
+        }
+        _ => lit(p.clone()),
+    })
+}
+
+fn tool_call(cx: &Cx<'_>, c: &Value, path: &str, msg: &mut Message) -> Result<Value, CaptureError> {
+    let co = cx.obj(c, path)?;
+    let fpath = format!("{path}.function");
+    let fo = cx.obj(co.get("function").ok_or_else(|| cx.err(&fpath, "missing"))?, &fpath)?;
+    let name = cx.req_str(fo, "name", &fpath)?;
+    let (arguments, as_object, fmt) = match fo.get("arguments") {
+        Some(Value::String(s)) => {
+            let (a, f) = shape::arguments_from_string(s);
+            (a, false, f)
+        }
+        Some(v @ Value::Object(_)) => (v.clone(), true, None),
+        None | Some(Value::Null) => (Value::Object(Map::new()), false, None),
+        Some(v) => {
+            return Err(
+                cx.err(&format!("{fpath}.arguments"), format!("expected a JSON string, found {}", kind(v)))
+            )
+        }
+    };
+    let call = ToolCall {
+        id: cx.opt_str(co, "id", path)?.unwrap_or_default().to_string(),
+        kind: cx.opt_str(co, "type", path)?.unwrap_or("function").to_string(),
+        name: name.to_string(),
+        arguments,
+    };
+    let mut rest = crate::conv::without(co, &["id", "type", "function"]);
+    let frest = crate::conv::without(fo, &["name", "arguments"]);
+    if !frest.is_empty() {
+        rest.insert("function".into(), Value::Object(frest));
+    }
+    if as_object {
+        rest.insert("$obj".into(), json!(1));
+    }
+    if let Some(f) = fmt {
+        rest.insert("$fmt".into(), json!(f));
+    }
+    if Openai.call(rest.clone(), &call) == *c {
+        msg.tool_calls.push(call);
+        Ok(slot("call", rest))
+    } else {
+        // Kept as sent; the call is still modeled so that its result stays paired.
+        msg.tool_calls.push(call);
+        Ok(shape::call_as_sent(c))
+    }
+}
+
+/// The template a message without `wire` is built from.
+pub(crate) fn default_template(m: &Message) -> (Value, bool) {
+    let mut t = Map::new();
+    t.insert("role".into(), json!(m.role.as_str()));
+    if m.images.is_empty() {
+        if m.role == Role::Assistant && m.content.is_empty() && !m.tool_calls.is_empty() {
+            t.insert("content".into(), Value::Null);
+        } else {
+            t.insert("content".into(), json!({"$": "s"}));
+        }
+    } else {
+        let mut parts = Vec::new();
+        if !m.content.is_empty() {
+            parts.push(json!({"$": "text", "type": "text"}));
+        }
+        parts.extend(m.images.iter().map(|_| json!({"$": "image", "type": "image_url"})));
+        t.insert("content".into(), Value::Array(parts));
+    }
+    if !m.tool_calls.is_empty() {
+        t.insert(
+            "tool_calls".into(),
+            Value::Array(m.tool_calls.iter().map(|_| json!({"$": "call"})).collect()),
+        );
+    }
+    if m.role == Role::Tool {
+        t.insert("tool_call_id".into(), json!({"$": "id"}));
+    }
+    (Value::Object(t), false)
+}
+
+fn place(v: &mut Value, f: &mut Fill<'_>) {
+    let calls: Vec<Value> = f.rest_calls().iter().map(|c| Openai.call(Map::new(), c)).collect();
+    let images: Vec<Value> = f.rest_images().iter().map(|i| Openai.image(Map::new(), i)).collect();
+    let text = f.leftover_text.take();
+    let Some(o) = v.as_object_mut() else { return };
+    if let Some(t) = text {
+        match o.get_mut("content") {
+            Some(Value::Array(parts)) => parts.insert(0, json!({"type": "text", "text": t})),
+            _ => {
+                o.insert("content".into(), json!(t));
+            }
+        }
+    }
+    if !images.is_empty() {
+        let content = o.entry("content").or_insert(Value::Null);
+        let mut parts = match std::mem::take(content) {
+            Value::Array(p) => p,
+            Value::String(s) if !s.is_empty() => vec![json!({"type": "text", "text": s})],
+            _ => Vec::new(),
+        };
+        parts.extend(images);
+        *content = Value::Array(parts);
+    }
+    if !calls.is_empty() {
+        match o.get_mut("tool_calls") {
+            Some(Value::Array(c)) => c.extend(calls),
+            _ => {
+                o.insert("tool_calls".into(), Value::Array(calls));
+            }
+        }
+    }
+}
+
+/// The chat-completions body for a history, with the request's other fields.
+pub(crate) fn body(request: &Request, history: &[Message]) -> Value {
+    let names = HashMap::new();
+    let messages: Vec<Value> = history
+        .iter()
+        .map(|m| {
+            let template = match shape::template_of(m, F) {
+                Some((t, _)) => t.clone(),
+                None => default_template(m).0,
+            };
+            shape::build(&Openai, m, &template, &names, place)
+        })
+        .collect();
+    let mut out = request.fields.clone();
+    out.insert("messages".into(), Value::Array(messages));
+    Value::Object(out)
+}
+
+/// The OpenAI chat-completions request body a client would send for this history (no template,
+/// no request fields: the replay's estimate; see [`crate::request_body`] for the request as sent).
 pub fn request_body(history: &[Message], model: &str, max_tokens: Option<u64>) -> Value {
     let messages: Vec<Value> = history.iter().map(to_wire).collect();
     let mut body = json!({ "model": model, "messages": messages });

@@ -396,7 +396,8 @@ pub fn redact_value(v: &mut Value, counts: &mut Counts) {
 /// error codes and the provider's own shape of the message (`wire`). Image data is binary and is
 /// left alone.
 pub fn redact_message(m: &mut Message, counts: &mut Counts) {
-    m.content = redact_text(&m.content, counts);
+    // Text slot by text slot, so the provider template still splits the content.
+    crate::shape::map_segments(m, |seg| redact_text(seg, counts));
     for p in &mut m.system_parts {
         p.text = redact_text(&p.text, counts);
     }
@@ -456,6 +457,12 @@ pub fn redact_capture(c: &mut salvage_types::Capture) -> Counts {
             for (k, n) in sub {
                 *counts.entry(k).or_insert(0) += n;
             }
+        }
+    }
+    // The body as sent changed: a replay of this capture sends the redacted one.
+    if let Some(r) = &mut c.request {
+        if !counts.is_empty() && r.bytes.is_some() {
+            r.bytes = Some(crate::request_bytes(r, &c.history));
         }
     }
     counts

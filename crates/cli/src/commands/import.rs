@@ -7,19 +7,36 @@ use salvage_types::capture::{
     RejectStyle, Upstream, CAPTURE_FORMAT,
 };
 use salvage_types::config::SETTING_NAMES;
+use salvage_types::ErrorClass;
 use salvage_wire::Source;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The source shape.
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum From {
+    /// Detect the format from the file's shape (says which on stderr).
+    Auto,
     /// OpenAI chat-completions request body.
     Openai,
     /// Anthropic Messages request body.
     Anthropic,
+    /// OpenAI Responses API request body.
+    #[value(name = "openai_responses", alias = "openai-responses", alias = "responses")]
+    OpenaiResponses,
+    /// Gemini generateContent request body.
+    Gemini,
+    /// Bedrock Converse request body.
+    Bedrock,
     /// Reference-client (ChatCLI) session file, version 2.
     Chatcli,
+    /// Claude Code transcript: `~/.claude/projects/<project>/<session>.jsonl`.
+    #[value(alias = "claude_code")]
+    ClaudeCode,
+    /// Codex CLI rollout: `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`.
+    Codex,
+    /// Cline / Roo Code `tasks/<id>/api_conversation_history.json`.
+    Cline,
 }
 
 /// Arguments of `salvage import`.
@@ -28,8 +45,8 @@ pub enum From {
     after_help = "Example:\n  salvage import --from anthropic body.json --status 413 --message '413 Payload Too Large' \\\n      --rejected-bytes 129434 --gateway-max-bytes 131072 --gateway-rejects-with http_413 > testdata/corpus/my-413.json\n\nThe CHATCLI_* settings of the environment are recorded in the capture's `settings`."
 )]
 pub struct Args {
-    /// What FILE is.
-    #[arg(long, value_enum)]
+    /// What FILE is (default: detected from its shape).
+    #[arg(long, value_enum, default_value = "auto")]
     from: From,
     /// The request body or session file ('-' for stdin).
     file: PathBuf,
@@ -98,6 +115,77 @@ fn reason_phrase(status: u16) -> &'static str {
     }
 }
 
+/// The gateway a payload-class failure implies when none was given (`spec/capture.md` check 0):
+/// the loosest cap that still rejects what was seen — one byte under the reported size (or
+/// under the body's size, when that is smaller or nothing was reported) — in the style the
+/// failure shows. `None` when the failure is not payload-class.
+fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> {
+    let f = &capture.failure;
+    let weight = salvage_types::history_weight(&capture.history);
+    let input = salvage_recovery::classify::FailureInput {
+        status: f.status,
+        message: f.message.clone(),
+        transport: f.transport.clone(),
+        history_bytes: weight,
+        rejected_request_bytes: f.rejected_request_bytes,
+        payload_path_seen: false,
+    };
+    let class = salvage_recovery::classify::classify(&input).class;
+    let text = format!("{} {}", f.message, f.transport.as_deref().unwrap_or_default()).to_lowercase();
+    let style = match class {
+        ErrorClass::PayloadTooLarge if f.status == Some(431) => RejectStyle::Http431,
+        ErrorClass::PayloadTooLarge => RejectStyle::Http413,
+        ErrorClass::WafRejection
+            if ["invalid character '<'", "deserialization failed", "failed to decode response body"]
+                .iter()
+                .any(|p| text.contains(p)) =>
+        {
+            RejectStyle::WafHtml403
+        }
+        ErrorClass::WafRejection => RejectStyle::Waf403,
+        ErrorClass::LikelyPayload if text.contains("reset") => RejectStyle::ConnectionReset,
+        ErrorClass::LikelyPayload => RejectStyle::Eof,
+        ErrorClass::ContextOverflow
+        | ErrorClass::Auth
+        | ErrorClass::RateLimit
+        | ErrorClass::Timeout
+        | ErrorClass::Server
+        | ErrorClass::ModelNotFound
+        | ErrorClass::TransientNetwork
+        | ErrorClass::Unknown => return None,
+    };
+    // The size of the body as it was sent: exact for a body; for a session file, the request
+    // the replay builds from it.
+    let body =
+        match capture.request.as_ref().filter(|r| r.format != salvage_types::capture::RequestFormat::Chatcli)
+        {
+            Some(r) => r.bytes,
+            None => None,
+        }
+        .unwrap_or_else(|| {
+            let info = salvage_recovery::budget::model_info(capture.model.as_deref(), None);
+            salvage_replay::driver::body_bytes(capture, &capture.history, info.default_output, false)
+        });
+    let (cap, why) = match f.rejected_request_bytes {
+        Some(r) if r <= body => (r.saturating_sub(1), format!("the rejected size ({r} bytes) − 1")),
+        Some(r) => (
+            body.saturating_sub(1),
+            format!("the body size ({body} bytes) − 1, as the reported size ({r} bytes) is larger"),
+        ),
+        None => (body.saturating_sub(1), format!("the body size ({body} bytes) − 1, no size was reported")),
+    };
+    let style = args.gateway_rejects_with.as_deref().and_then(RejectStyle::parse).unwrap_or(style);
+    let reports = args.reports_request_size || f.rejected_request_bytes.is_some();
+    let gateway = Gateway { max_body_bytes: Some(cap), rejects_with: style, reports_request_size: reports };
+    let note = format!(
+        "{} failure and no --gateway-max-bytes: modeling a gateway that rejects bodies over {cap} bytes ({why}) with {}{}",
+        class.as_str(),
+        style.as_str(),
+        if reports { ", reporting the request size" } else { "" }
+    );
+    Some((gateway, note))
+}
+
 /// Runs the command.
 pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
     // The capture ceiling bounds the body while it is read (SALVAGE_MAX_CAPTURE).
@@ -112,11 +200,42 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         })
     })?;
     let source = match args.from {
+        From::Auto => {
+            let d =
+                salvage_wire::detect::detect(&bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
+            let Some(source) = Source::of(d.format) else {
+                return Err(Failure::input(format!(
+                    "{name}: looks like a {} file ({}), which this build cannot import",
+                    d.format.as_str(),
+                    d.because
+                )));
+            };
+            eprintln!("{name}: detected {} ({})", d.format.as_str(), d.because);
+            source
+        }
         From::Openai => Source::Openai,
         From::Anthropic => Source::Anthropic,
+        From::OpenaiResponses => Source::OpenaiResponses,
+        From::Gemini => Source::Gemini,
+        From::Bedrock => Source::Bedrock,
         From::Chatcli => Source::Chatcli,
+        From::ClaudeCode => Source::ClaudeCode,
+        From::Codex => Source::Codex,
+        From::Cline => Source::Cline,
     };
-    let imported = salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?;
+    let (imported, seen) = if source.is_session() {
+        let session = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
+        eprint!("{name}: {}", session.report.describe());
+        (session.imported(), session.final_error().cloned())
+    } else {
+        (salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?, None)
+    };
+    // A session that ended on an error the client recorded: that is the failure, unless the
+    // command line says otherwise.
+    let seen = seen.filter(|_| args.status.is_none() && args.message.is_none() && args.transport.is_none());
+    if let Some(e) = &seen {
+        eprintln!("{name}: the session ended on an error the client recorded: {}", e.message);
+    }
     if imported.history.is_empty() {
         return Err(Failure::input(format!("{name}: the history is empty: nothing to capture")));
     }
@@ -127,10 +246,13 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             .filter(|s| s != "-")
             .unwrap_or_else(|| "imported".into())
     });
-    let message = args.message.clone().unwrap_or_else(|| match (args.status, &args.transport) {
-        (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
-        (None, Some(t)) => t.clone(),
-        (None, None) => String::new(),
+    let status = seen.as_ref().map_or(args.status, |e| e.status);
+    let message = seen.map(|e| e.message).or_else(|| args.message.clone()).unwrap_or_else(|| {
+        match (args.status, &args.transport) {
+            (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
+            (None, Some(t)) => t.clone(),
+            (None, None) => String::new(),
+        }
     });
     let gateway =
         (args.gateway_max_bytes.is_some() || args.gateway_rejects_with.is_some()).then(|| Gateway {
@@ -157,19 +279,26 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         id,
         title: args.title.clone(),
         client: Some(ClientInfo {
-            name: match args.from {
-                From::Chatcli => "chatcli".into(),
-                _ => "unknown".into(),
+            name: match source {
+                Source::Chatcli => "chatcli".into(),
+                Source::ClaudeCode => "claude-code".into(),
+                Source::Codex => "codex".into(),
+                Source::Cline => "cline".into(),
+                Source::Openai
+                | Source::Anthropic
+                | Source::OpenaiResponses
+                | Source::Gemini
+                | Source::Bedrock => "unknown".into(),
             },
             surface: None,
         }),
         provider: args.provider.clone().or(imported.provider),
         model: imported.model,
         settings,
-        request: None,
+        request: imported.request,
         history: imported.history,
         failure: CapturedFailure {
-            status: args.status,
+            status,
             message,
             transport: args.transport.clone(),
             rejected_request_bytes: args.rejected_bytes,
@@ -179,6 +308,12 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         expect: None,
     };
     let mut capture = capture;
+    if capture.upstream.gateway.as_ref().is_none_or(|g| g.max_body_bytes.is_none()) {
+        if let Some((gateway, note)) = modeled_gateway(&capture, &args) {
+            eprintln!("{name}: {note}");
+            capture.upstream.gateway = Some(gateway);
+        }
+    }
     if !args.no_redact {
         let counts = salvage_wire::redact::redact_capture(&mut capture);
         if !counts.is_empty() {

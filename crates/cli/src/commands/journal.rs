@@ -68,12 +68,33 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
-    /// Export a session as a capture (default) or as JSONL events.
+    /// Journal a whole client session from its session file: one event per turn, the client's
+    /// compactions as compaction events (the pre-compaction history archived in CCR). Importing
+    /// the same file again appends nothing; a longer version appends only what is new.
+    #[command(
+        after_help = "Files: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex CLI ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl.\nExample:\n  salvage journal import --from claude-code ~/.claude/projects/-home-me-app/5c0375b4-….jsonl\n  salvage journal log 5c0375b4-…"
+    )]
+    Import {
+        /// What FILE is.
+        #[arg(long, value_enum)]
+        from: SessionFrom,
+        /// The session file.
+        file: PathBuf,
+        /// The journal session id (default: the file's session id, else the file name).
+        #[arg(long)]
+        session: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a session as a capture (default), as JSONL events, or as a request body of a
+    /// provider format (the history with the blocks its messages carry).
     Export {
         /// The session id.
         session: String,
-        /// `capture` or `jsonl`.
-        #[arg(long, default_value = "capture", value_parser = ["capture", "jsonl"])]
+        /// `capture`, `jsonl`, or a request body: `openai`, `anthropic`, `openai_responses`,
+        /// `gemini`, `bedrock`, `chatcli` (a session file).
+        #[arg(long, default_value = "capture", value_parser = ["capture", "jsonl", "openai", "anthropic", "openai_responses", "gemini", "bedrock", "chatcli"])]
         format: String,
         /// Write to this file (atomically) instead of stdout.
         #[arg(long, short)]
@@ -106,6 +127,15 @@ enum Sub {
     },
 }
 
+/// Session files `journal import` reads.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SessionFrom {
+    /// Claude Code transcript (JSONL).
+    ClaudeCode,
+    /// Codex CLI rollout (JSONL).
+    Codex,
+}
+
 fn problem(e: JournalError) -> Failure {
     match e {
         JournalError::NoSession(_) | JournalError::NoEvent { .. } | JournalError::Invalid(_) => {
@@ -117,6 +147,9 @@ fn problem(e: JournalError) -> Failure {
 
 /// Runs the command.
 pub fn run(args: Args, out: &mut Output) -> Outcome {
+    if let Sub::Import { from, file, session, json } = args.command {
+        return import(&args.db, from, &file, session, json, out);
+    }
     // Only rewind and redact write; every other subcommand opens the file read-only.
     let store = match args.command {
         Sub::Rewind { .. } | Sub::Redact { .. } => args.db.open_existing()?,
@@ -222,6 +255,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 )));
             }
         }
+        Sub::Import { .. } => {}
         Sub::Export { session, format, output, no_redact } => {
             let mut counts = salvage_wire::redact::Counts::new();
             let text = if format == "jsonl" {
@@ -238,7 +272,19 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 if !no_redact {
                     counts = salvage_wire::redact::redact_capture(&mut c);
                 }
-                c.to_json_pretty()
+                match salvage_types::capture::RequestFormat::parse(&format) {
+                    Some(f) => {
+                        let request = c
+                            .request
+                            .clone()
+                            .filter(|r| r.format == f)
+                            .unwrap_or_else(|| salvage_wire::bare_request(f, c.model.as_deref()));
+                        let body = salvage_wire::request_body(&request, &c.history);
+                        serde_json::to_string_pretty(&body).map_err(|e| Failure::Problem(e.to_string()))?
+                            + "\n"
+                    }
+                    None => c.to_json_pretty(),
+                }
             };
             if !counts.is_empty() {
                 eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
@@ -356,6 +402,63 @@ fn redact(
     ))?;
     if busy != 0 {
         eprintln!("warning: another process holds the database open: the old bytes leave the write-ahead log at its next checkpoint");
+    }
+    Ok(())
+}
+
+fn import(
+    db: &DbArgs,
+    from: SessionFrom,
+    file: &std::path::Path,
+    session: Option<String>,
+    json: bool,
+    out: &mut Output,
+) -> Outcome {
+    let name = file.display().to_string();
+    // The shared bounded reader: regular files only, the capture ceiling enforced while reading.
+    let bytes =
+        salvage_types::input::read_input(file, salvage_types::capture::DEFAULT_MAX_CAPTURE_BYTES, false)
+            .map_err(Failure::input)?;
+    let source = match from {
+        SessionFrom::ClaudeCode => salvage_wire::Source::ClaudeCode,
+        SessionFrom::Codex => salvage_wire::Source::Codex,
+    };
+    let read = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
+    let id = session
+        .or_else(|| read.id.clone())
+        .or_else(|| file.file_stem().map(|s| s.to_string_lossy().to_string()))
+        .unwrap_or_else(|| "imported".into());
+    let src = salvage_journal::import::Source {
+        session: id.clone(),
+        title: format!(
+            "{} {}",
+            read.client,
+            file.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
+        ),
+        client: read.client.to_string(),
+        provider: read.provider.clone(),
+        model: read.model.clone(),
+    };
+    let mut j = Journal::from_store(db.open()?);
+    let done = j.import_steps(&src, &read.steps, chrono::Utc::now()).map_err(problem)?;
+    if json {
+        out.json(&json!({"session": id, "import": done, "report": read.report}))?;
+    } else {
+        eprint!("{name}: {}", read.report.describe());
+        out.line(&format!(
+            "session {id}: {} event(s) appended, {} step(s) already journaled{}{}; head at event {}",
+            done.appended,
+            done.existing,
+            done.rewound_to
+                .map(|t| format!(", rewound to event {t} (the file's branch changed)"))
+                .unwrap_or_default(),
+            if done.archived > 0 {
+                format!(", {} compaction(s) archived", done.archived)
+            } else {
+                String::new()
+            },
+            done.head
+        ))?;
     }
     Ok(())
 }

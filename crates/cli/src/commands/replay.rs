@@ -98,7 +98,11 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
     if args.bless {
         for ((file, capture), r) in captures.iter().zip(&reports) {
             let mut c = capture.clone();
-            c.expect = r.blessed.clone();
+            // --bless records the outcome fields only: expected events are written by hand.
+            c.expect = r.blessed.clone().map(|mut b| {
+                b.events = capture.expect.as_ref().map(|e| e.events.clone()).unwrap_or_default();
+                b
+            });
             write_atomic(file, c.to_json_pretty().as_bytes())
                 .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", file.display())))?;
         }

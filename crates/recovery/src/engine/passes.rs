@@ -73,6 +73,13 @@ impl Turn {
             s.no_cap_warned = true;
         }
         self.ratio = pf.forced_ratio.unwrap_or(self.input.surface.ratio());
+        let event = EventBody::Preflight {
+            history_bytes: weight,
+            cap: s.cap,
+            forced_ratio_percent: pf.forced_ratio.map(|r| (r * 100.0).round() as u64),
+            warn_no_cap: pf.warn_no_cap,
+        };
+        self.record(event, Change::None, Vec::new());
         self.say(pf.message);
     }
 

@@ -1,0 +1,167 @@
+//! `salvage import --from auto` over the real body samples, the gateway a payload failure
+//! implies, and `salvage journal export --format <body format>`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn salvage(args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_salvage"));
+    c.args(args).stdin(Stdio::null());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("CHATCLI_") || k == "SALVAGE_DB" {
+            c.env_remove(k);
+        }
+    }
+    c.output().unwrap()
+}
+
+fn testdata(p: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata").join(p)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn capture(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn auto_detects_every_body_sample_and_records_the_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    let mut n = 0;
+    for (folder, format) in [
+        ("anthropic", "anthropic"),
+        ("openai-chat", "openai"),
+        ("openai-responses", "openai_responses"),
+        ("gemini", "gemini"),
+        ("bedrock", "bedrock"),
+    ] {
+        for e in std::fs::read_dir(testdata("samples").join(folder)).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if !name.ends_with(".json") || name.starts_with("docs-fragment-") {
+                continue;
+            }
+            let o = salvage(&["import", p.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+            assert!(o.status.success(), "{name}: {}", stderr(&o));
+            assert!(stderr(&o).contains(&format!("detected {format} (")), "{name}: {}", stderr(&o));
+            let c = capture(&out);
+            assert_eq!(c["request"]["format"], format, "{name}");
+            let body: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            assert_eq!(c["request"]["bytes"].as_u64().unwrap(), body.to_string().len() as u64, "{name}");
+            assert!(salvage_types::capture::read_capture(&out).is_ok(), "{name}");
+            n += 1;
+        }
+    }
+    assert!(n >= 15, "{n} samples");
+}
+
+#[test]
+fn an_unrecognised_shape_is_one_line_naming_the_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("odd.json");
+    std::fs::write(&f, r#"{"prompt": "hi", "temperature": 0}"#).unwrap();
+    let o = salvage(&["import", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let lines: Vec<&str> = std::str::from_utf8(&o.stderr).unwrap().lines().collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("odd.json: a JSON object with keys prompt, temperature"), "{lines:?}");
+    assert!(lines[0].contains("supported: openai") && lines[0].contains("bedrock"), "{lines:?}");
+}
+
+#[test]
+fn a_payload_failure_without_a_cap_models_the_tightest_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    let body = testdata("requests/anthropic-agent-tools.json");
+    let size = {
+        let v: Value = serde_json::from_slice(&std::fs::read(&body).unwrap()).unwrap();
+        v.to_string().len() as u64
+    };
+    // 413 with no size reported: one byte under the body.
+    let o = salvage(&["import", body.to_str().unwrap(), "--status", "413", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let g = &capture(&out)["upstream"]["gateway"];
+    assert_eq!(g["max_body_bytes"].as_u64(), Some(size - 1));
+    assert_eq!(g["rejects_with"], "http_413");
+    assert!(stderr(&o).contains(&format!("rejects bodies over {} bytes", size - 1)), "{}", stderr(&o));
+    // A reported size: one byte under it, and the gateway reports sizes.
+    let o = salvage(&[
+        "import",
+        body.to_str().unwrap(),
+        "--status",
+        "413",
+        "--rejected-bytes",
+        "1000",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let g = &capture(&out)["upstream"]["gateway"];
+    assert_eq!((g["max_body_bytes"].as_u64(), g["reports_request_size"].as_bool()), (Some(999), Some(true)));
+    // A WAF block page seen as a JSON-decode error.
+    let o = salvage(&[
+        "import",
+        body.to_str().unwrap(),
+        "--status",
+        "403",
+        "--message",
+        "StatusCode: 403, invalid character '<' looking for beginning of value",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert_eq!(capture(&out)["upstream"]["gateway"]["rejects_with"], "waf_html_403");
+    // A given cap is kept; a failure that is not about size models nothing.
+    let o = salvage(&[
+        "import",
+        body.to_str().unwrap(),
+        "--status",
+        "413",
+        "--gateway-max-bytes",
+        "5000",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert_eq!(capture(&out)["upstream"]["gateway"]["max_body_bytes"], 5000);
+    let o = salvage(&["import", body.to_str().unwrap(), "--status", "429", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(capture(&out)["upstream"].get("gateway").is_none_or(Value::is_null));
+}
+
+#[test]
+fn journal_export_writes_request_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let cap = dir.path().join("c.json");
+    let body = testdata("requests/anthropic-agent-tools.json");
+    let o = salvage(&["import", body.to_str().unwrap(), "-o", cap.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = salvage(&["replay", cap.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    let o = salvage(&["journal", "sessions", "--json", "--db", db.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let session = v["sessions"][0]["id"].as_str().unwrap().to_string();
+    let export = |format: &str| -> Value {
+        let o = salvage(&["journal", "export", &session, "--format", format, "--db", db.to_str().unwrap()]);
+        assert!(o.status.success(), "{format}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let a = export("anthropic");
+    assert!(a["messages"].as_array().is_some_and(|m| !m.is_empty()));
+    assert!(a["max_tokens"].is_number());
+    let text = a.to_string();
+    assert!(text.contains(r#""signature":"sig""#), "the thinking block rides along: {text}");
+    assert!(export("openai")["messages"].is_array());
+    assert!(export("openai_responses")["input"].is_array());
+    assert!(export("gemini")["contents"].is_array());
+    assert!(export("bedrock")["messages"].is_array());
+    assert_eq!(export("chatcli")["version"], 2);
+}

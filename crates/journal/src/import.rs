@@ -1,0 +1,245 @@
+//! Journaling a whole client session read from its session file (a Claude Code transcript, a
+//! Codex rollout): one event per step, so that `log` reads as the session happened and any
+//! state before or after one of the client's compactions is restored exactly.
+//!
+//! Each step becomes an event with a writer-chosen id derived from the step's source id
+//! (`import:<session>:<record id>`), so importing the same file twice appends nothing, and
+//! importing a longer version of the file appends only the new steps. When the file's active
+//! branch left what was journaled (a rewind in the client, or a response that was still being
+//! written), a `rewind` event to the last shared step comes first: nothing is deleted, the
+//! abandoned branch stays auditable.
+//!
+//! Input steps are `message_appended`, responses `response_received`, the client's compactions
+//! `compaction` events (version 2: `by`, `pre_tokens`, and the pre-compaction history archived in
+//! CCR and referenced by the event) whose history change installs the post-compaction state, and
+//! Codex rollbacks `rewind` events to the earlier state they return to.
+
+use crate::{Appended, HistoryChange, Journal, JournalError, NewEvent, SysClock};
+use chrono::{DateTime, Utc};
+use salvage_ccr::Ccr;
+use salvage_types::capture::StopReason;
+use salvage_types::event::{Cost, EventBody, StepOutcome, Trigger};
+use salvage_types::timeline::{Change, Step};
+use salvage_types::{CcrKey, History};
+use std::collections::BTreeMap;
+
+/// Who and what the imported session is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    /// The journal session id.
+    pub session: String,
+    /// Its title.
+    pub title: String,
+    /// The client (`claude-code`, `codex`), recorded as the compactions' `by`.
+    pub client: String,
+    /// Provider.
+    pub provider: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Imported {
+    /// The session started with this import.
+    pub started: bool,
+    /// Steps already journaled (a re-import).
+    pub existing: u64,
+    /// Events appended (steps, plus a rewind when the branch changed).
+    pub appended: u64,
+    /// The event a branch change rewound to.
+    pub rewound_to: Option<u64>,
+    /// Compactions whose pre-compaction history was archived.
+    pub archived: u64,
+    /// The session's latest event.
+    pub head: u64,
+}
+
+fn event_id(session: &str, step: &str) -> String {
+    format!("import:{session}:{step}")
+}
+
+fn parse_ts(ts: Option<&str>) -> Option<DateTime<Utc>> {
+    ts.and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc))
+}
+
+impl Journal {
+    /// The seq of an event id in a session, if it is stored there.
+    fn seq_of(&self, session: &str, event_id: &str) -> Result<Option<u64>, JournalError> {
+        use rusqlite::OptionalExtension;
+        self.conn()
+            .prepare_cached("SELECT seq FROM events WHERE event_id = ?1 AND session_id = ?2")
+            .and_then(|mut st| {
+                st.query_row(rusqlite::params![event_id, session], |r| r.get::<_, i64>(0)).optional()
+            })
+            .map(|v| v.map(crate::u))
+            .map_err(crate::sql("import"))
+    }
+
+    /// Journals a session's steps (see the module docs). `now` stamps events whose step has no
+    /// time of its own and is not after a step that has one.
+    pub fn import_steps(
+        &mut self,
+        src: &Source,
+        steps: &[Step],
+        now: DateTime<Utc>,
+    ) -> Result<Imported, JournalError> {
+        let session = src.session.as_str();
+        let mut out = Imported::default();
+        let start_id = event_id(session, "start");
+        let first_ts = steps.iter().find_map(|s| parse_ts(s.ts.as_deref())).unwrap_or(now);
+        let start_seq = match self.seq_of(session, &start_id)? {
+            Some(seq) => seq,
+            None => {
+                if self.version(session).is_ok() {
+                    return Err(JournalError::Invalid(format!(
+                        "session {session}: already exists and was not imported from a session file (choose another --session)"
+                    )));
+                }
+                let body = EventBody::SessionStarted {
+                    provider: src.provider.clone(),
+                    model: src.model.clone(),
+                    context_window: None,
+                    settings: BTreeMap::new(),
+                    cap: None,
+                    invalid_settings: Vec::new(),
+                };
+                let a = self.start_session(session, &src.title, NewEvent::new(start_id, first_ts, body))?;
+                out.started = true;
+                a.seq
+            }
+        };
+        // The steps already journaled: the leading run whose ids are stored.
+        let mut last_seq = start_seq;
+        let mut k = 0;
+        while k < steps.len() {
+            match self.seq_of(session, &event_id(session, &steps[k].id))? {
+                Some(seq) => {
+                    last_seq = seq;
+                    k += 1;
+                }
+                None => break,
+            }
+        }
+        out.existing = k as u64;
+        // The branch the file holds continues `last_seq`; rewind there when the head moved on.
+        let head = self.version(session)?;
+        if head != last_seq {
+            let same = self.state_at(session, head)?.history == self.state_at(session, last_seq)?.history;
+            if !same {
+                let id = event_id(session, &format!("rewind:{last_seq}:from:{head}"));
+                let ts = steps.get(k).and_then(|s| parse_ts(s.ts.as_deref())).unwrap_or(now);
+                self.rewind(session, last_seq, "branch", &id, ts)?;
+                out.appended += 1;
+                out.rewound_to = Some(last_seq);
+            }
+        }
+        // The history at each step, to archive what a compaction replaces.
+        let mut history: History = salvage_types::timeline::fold(&steps[..k]);
+        let mut ts = steps[..k].iter().rev().find_map(|s| parse_ts(s.ts.as_deref())).unwrap_or(first_ts);
+        let mut batch: Vec<NewEvent> = Vec::new();
+        // Seqs of the journaled steps, newest last (rollbacks look for an earlier state there).
+        for step in &steps[k..] {
+            if let Some(t) = parse_ts(step.ts.as_deref()) {
+                ts = t;
+            }
+            let id = event_id(session, &step.id);
+            match &step.change {
+                Change::Input(msgs) => batch.push(
+                    NewEvent::new(id, ts, EventBody::MessageAppended { count: msgs.len() as u64 })
+                        .with_history(HistoryChange::Append(msgs.clone())),
+                ),
+                Change::Response { messages, stop_reason, output_tokens } => batch.push(
+                    NewEvent::new(
+                        id,
+                        ts,
+                        EventBody::ResponseReceived {
+                            stop_reason: stop_reason
+                                .as_deref()
+                                .and_then(StopReason::parse)
+                                .unwrap_or(StopReason::Unrecorded),
+                            output_tokens: *output_tokens,
+                        },
+                    )
+                    .with_history(HistoryChange::Append(messages.clone())),
+                ),
+                Change::Compaction { trigger, pre_tokens, history: after, .. } => {
+                    let json =
+                        serde_json::to_vec(&history).map_err(|e| JournalError::Invalid(e.to_string()))?;
+                    let key: CcrKey = Ccr::new(self.conn(), &SysClock)
+                        .put(&json)
+                        .map_err(|e| {
+                            JournalError::Invalid(format!("archiving the pre-compaction history: {e}"))
+                        })?
+                        .key;
+                    out.archived += 1;
+                    let body = EventBody::Compaction {
+                        trigger: match trigger.as_deref() {
+                            Some("manual") => Trigger::Manual,
+                            _ => Trigger::Auto,
+                        },
+                        level: 2,
+                        outcome: StepOutcome::Applied,
+                        backoff_skip: false,
+                        route: None,
+                        cost: Cost::default(),
+                        by: Some(src.client.clone()),
+                        pre_tokens: *pre_tokens,
+                        archived: Some(key.short()),
+                    };
+                    batch.push(
+                        NewEvent::new(id, ts, body)
+                            .with_history(HistoryChange::Set(after.clone()))
+                            .with_blobs(vec![key]),
+                    );
+                }
+                Change::Rollback { turns, history: after } => {
+                    out.appended += self.flush(session, &mut batch)?;
+                    let target = self.earlier_state(session, after)?.ok_or_else(|| {
+                        JournalError::Invalid(format!(
+                            "session {session}: step {}: the rollback of {turns} turn(s) returns to no earlier state of the session",
+                            step.id
+                        ))
+                    })?;
+                    self.rewind(session, target, "thread_rolled_back", &id, ts)?;
+                    out.appended += 1;
+                }
+            }
+            step.apply(&mut history);
+        }
+        out.appended += self.flush(session, &mut batch)?;
+        out.head = self.version(session)?;
+        Ok(out)
+    }
+
+    fn flush(&mut self, session: &str, batch: &mut Vec<NewEvent>) -> Result<u64, JournalError> {
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let v = self.version(session)?;
+        let appended: Vec<Appended> = self.append(session, Some(v), std::mem::take(batch))?;
+        Ok(appended.iter().filter(|a| a.inserted).count() as u64)
+    }
+
+    /// The latest event on the head's parent chain whose history is exactly `history`.
+    fn earlier_state(&self, session: &str, history: &History) -> Result<Option<u64>, JournalError> {
+        let mut want = Vec::with_capacity(history.len());
+        for m in history {
+            let json = serde_json::to_vec(m).map_err(|e| JournalError::Invalid(e.to_string()))?;
+            want.push(crate::message_hash(&json));
+        }
+        let mut cur = Some(self.version(session)?);
+        while let Some(seq) = cur {
+            if self.state_at(session, seq)?.history == want {
+                return Ok(Some(seq));
+            }
+            cur = self
+                .events(session, seq - 1, 1)?
+                .into_iter()
+                .next()
+                .filter(|e| e.seq == seq)
+                .and_then(|e| e.parent);
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,242 @@
+//! Journaling whole client sessions (`Journal::import_steps`) from the session samples in
+//! `testdata/samples/`: idempotence, a longer file appends only what is new, a changed branch is
+//! a rewind, and the state before and after each of the client's compactions is exact.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use chrono::{TimeZone, Utc};
+use salvage_ccr::{Ccr, SystemClock};
+use salvage_journal::import::Source as Src;
+use salvage_journal::{Journal, StoredEvent};
+use salvage_types::capture::StopReason;
+use salvage_types::event::EventBody;
+use salvage_types::timeline::{self, Change, Step};
+use salvage_types::{CcrKey, History, Message};
+use salvage_wire::{read_session, Source};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+fn sample(rel: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/samples").join(rel);
+    std::fs::read_to_string(p).unwrap()
+}
+
+fn steps(source: Source, text: &str) -> Vec<Step> {
+    read_session(source, text.as_bytes(), "t").unwrap().steps
+}
+
+fn src(session: &str, client: &str) -> Src {
+    Src { session: session.into(), title: "t".into(), client: client.into(), provider: None, model: None }
+}
+
+fn now() -> chrono::DateTime<Utc> {
+    Utc.timestamp_millis_opt(1_800_000_000_000).unwrap()
+}
+
+/// The first `n` non-blank lines of a JSONL file.
+fn head(text: &str, n: usize) -> String {
+    text.lines().filter(|l| !l.trim().is_empty()).take(n).map(|l| format!("{l}\n")).collect()
+}
+
+fn events(j: &Journal, s: &str) -> Vec<StoredEvent> {
+    j.events(s, 0, 10_000).unwrap()
+}
+
+#[test]
+fn importing_twice_appends_nothing() {
+    let text = sample("claude-code/fixture-branch-and-compaction.jsonl");
+    let st = steps(Source::ClaudeCode, &text);
+    let mut j = Journal::in_memory().unwrap();
+    let first = j.import_steps(&src("s1", "claude-code"), &st, now()).unwrap();
+    assert!(first.started);
+    assert_eq!(first.appended, st.len() as u64);
+    let before = events(&j, "s1");
+    let again = j.import_steps(&src("s1", "claude-code"), &st, now()).unwrap();
+    assert_eq!((again.appended, again.existing, again.started), (0, st.len() as u64, false));
+    assert_eq!(events(&j, "s1"), before, "the same events, byte for byte");
+    // Timestamps come from the file.
+    assert_eq!(before[1].ts, "2025-07-01T10:00:00.000Z");
+    // Stop reasons too; a file that does not record one says so.
+    assert!(matches!(before[2].body, EventBody::ResponseReceived { stop_reason: StopReason::EndTurn, .. }));
+    let cx = steps(Source::Codex, &sample("codex/fixture-tool-item-types.jsonl"));
+    j.import_steps(&src("cx", "codex"), &cx, now()).unwrap();
+    assert!(events(&j, "cx")
+        .iter()
+        .any(|e| matches!(e.body, EventBody::ResponseReceived { stop_reason: StopReason::Unrecorded, .. })));
+    assert_eq!(j.verify(None).unwrap().bad, vec![]);
+}
+
+#[test]
+fn a_longer_file_appends_only_the_new_steps() {
+    let text = sample("claude-code/v1.0.108-real-tools-split-blocks-inline-sidechain.jsonl");
+    let full = steps(Source::ClaudeCode, &text);
+    let mut j = Journal::in_memory().unwrap();
+    // The file as it was after 11 lines (three tool results of one response written).
+    let part = steps(Source::ClaudeCode, &head(&text, 11));
+    let a = j.import_steps(&src("s", "claude-code"), &part, now()).unwrap();
+    let b = j.import_steps(&src("s", "claude-code"), &full, now()).unwrap();
+    assert_eq!(b.rewound_to, None);
+    assert_eq!(a.appended + b.appended, full.len() as u64);
+    assert_eq!(b.existing, part.len() as u64);
+    assert_eq!(j.head("s").unwrap().history, timeline::fold(&full));
+}
+
+#[test]
+fn a_response_still_being_written_is_completed_through_a_rewind() {
+    let text = sample("claude-code/v1.0.108-real-tools-split-blocks-inline-sidechain.jsonl");
+    let full = steps(Source::ClaudeCode, &text);
+    let mut j = Journal::in_memory().unwrap();
+    // After 7 lines, two of the three tool_use records of one response were written.
+    let part = steps(Source::ClaudeCode, &head(&text, 7));
+    j.import_steps(&src("s", "claude-code"), &part, now()).unwrap();
+    assert_eq!(j.head("s").unwrap().history.last().unwrap().tool_calls.len(), 2);
+    let b = j.import_steps(&src("s", "claude-code"), &full, now()).unwrap();
+    assert!(b.rewound_to.is_some(), "the partial response is left on its own branch");
+    assert_eq!(j.head("s").unwrap().history, timeline::fold(&full));
+    assert_eq!(j.verify(None).unwrap().bad, vec![]);
+}
+
+#[test]
+fn a_rewound_branch_is_a_rewind() {
+    let text = sample("claude-code/fixture-branch-and-compaction.jsonl");
+    let full = steps(Source::ClaudeCode, &text);
+    let mut j = Journal::in_memory().unwrap();
+    // After 4 lines the active branch was the first attempt (b1u, b1a); the user then rewound
+    // to a1 and tried again.
+    let early = steps(Source::ClaudeCode, &head(&text, 4));
+    j.import_steps(&src("s", "claude-code"), &early, now()).unwrap();
+    let abandoned = j.head("s").unwrap().history;
+    let later = j.import_steps(&src("s", "claude-code"), &full, now()).unwrap();
+    let a1 = 3; // start, u1, a1
+    assert_eq!(later.rewound_to, Some(a1));
+    assert_eq!(j.head("s").unwrap().history, timeline::fold(&full));
+    // Nothing is deleted: the abandoned attempt is still restorable.
+    let ev = events(&j, "s");
+    let rewind = ev.iter().find(|e| matches!(e.body, EventBody::Rewind { .. })).unwrap();
+    assert_eq!(rewind.parent, Some(a1));
+    assert_eq!(j.view_at("s", rewind.seq - 1).unwrap().history, abandoned);
+    assert_eq!(j.import_steps(&src("s", "claude-code"), &full, now()).unwrap().appended, 0);
+}
+
+#[test]
+fn show_at_restores_the_states_before_and_after_each_compaction() {
+    let text = sample("claude-code/fixture-branch-and-compaction.jsonl");
+    let st = steps(Source::ClaudeCode, &text);
+    let mut j = Journal::in_memory().unwrap();
+    j.import_steps(&src("s", "claude-code"), &st, now()).unwrap();
+    let at = st.iter().position(|s| matches!(s.change, Change::Compaction { .. })).unwrap();
+    let ev = events(&j, "s");
+    let c = ev.iter().find(|e| e.kind == "compaction").unwrap();
+    assert_eq!(c.kind_version, 2);
+    let pre = timeline::fold(&st[..at]);
+    assert_eq!(j.view_at("s", c.seq - 1).unwrap().history, pre, "before the compaction");
+    assert_eq!(j.view_at("s", c.seq).unwrap().history, timeline::fold(&st[..=at]), "after it");
+    let EventBody::Compaction { by, pre_tokens, archived, .. } = &c.body else { panic!() };
+    assert_eq!((by.as_deref(), *pre_tokens), (Some("claude-code"), Some(150_000)));
+    // The pre-compaction history is archived and referenced by the event.
+    let key = CcrKey::of(&serde_json::to_vec(&pre).unwrap());
+    assert_eq!(archived.as_deref(), Some(key.short().as_str()));
+    let bytes = Ccr::new(j.conn(), &SystemClock).get_key(&key).unwrap();
+    assert_eq!(serde_json::from_slice::<History>(&bytes).unwrap(), pre);
+    assert_eq!(j.sessions_referencing(&key).unwrap(), vec!["s".to_string()]);
+    assert!(c.body.summary().contains("by claude-code"), "{}", c.body.summary());
+    assert_eq!(j.state_at("s", c.seq).unwrap().compactions, 1);
+}
+
+fn cx(ts: u32, kind: &str, payload: Value) -> String {
+    json!({"timestamp": format!("2026-01-02T03:04:{ts:02}.000Z"), "type": kind, "payload": payload})
+        .to_string()
+        + "\n"
+}
+
+fn user(text: &str) -> Value {
+    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+}
+
+fn assistant(text: &str) -> Value {
+    json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+}
+
+#[test]
+fn codex_compaction_and_rollback_are_journaled_exactly() {
+    let text = [
+        cx(0, "session_meta", json!({"id": "th-1", "model_provider": "openai"})),
+        cx(1, "response_item", user("one")),
+        cx(2, "response_item", assistant("1")),
+        cx(3, "response_item", user("two")),
+        cx(4, "response_item", assistant("2")),
+        cx(5, "event_msg", json!({"type": "thread_rolled_back", "num_turns": 1})),
+        cx(6, "response_item", user("three")),
+        cx(7, "compacted", json!({"message": "", "replacement_history": [user("one"), user("three")]})),
+        cx(8, "response_item", assistant("3")),
+    ]
+    .concat();
+    let st = steps(Source::Codex, &text);
+    let mut j = Journal::in_memory().unwrap();
+    j.import_steps(&src("c", "codex"), &st, now()).unwrap();
+    let ev = events(&j, "c");
+    let rewind = ev.iter().find(|e| e.kind == "rewind").unwrap();
+    assert_eq!(
+        j.view_at("c", rewind.seq).unwrap().history,
+        vec![Message::user("one"), Message::assistant("1")],
+        "the rollback returns to the state after the first turn"
+    );
+    let c = ev.iter().find(|e| e.kind == "compaction").unwrap();
+    assert_eq!(j.view_at("c", c.seq - 1).unwrap().history.last(), Some(&Message::user("three")));
+    assert_eq!(j.view_at("c", c.seq).unwrap().history, vec![Message::user("one"), Message::user("three")]);
+    assert_eq!(j.head("c").unwrap().history, timeline::fold(&st));
+    assert_eq!(j.import_steps(&src("c", "codex"), &st, now()).unwrap().appended, 0);
+    assert_eq!(j.verify(None).unwrap().bad, vec![]);
+}
+
+#[test]
+fn a_session_not_imported_is_not_overwritten() {
+    let st = steps(Source::Codex, &sample("codex/fixture-tool-item-types.jsonl"));
+    let mut j = Journal::in_memory().unwrap();
+    j.start_session(
+        "taken",
+        "replay",
+        salvage_journal::NewEvent::new(
+            "other-start",
+            now(),
+            EventBody::SessionStarted {
+                provider: None,
+                model: None,
+                context_window: None,
+                settings: Default::default(),
+                cap: None,
+                invalid_settings: Vec::new(),
+            },
+        ),
+    )
+    .unwrap();
+    let e = j.import_steps(&src("taken", "codex"), &st, now()).unwrap_err();
+    assert!(e.to_string().contains("already exists"), "{e}");
+    let ok = j.import_steps(&src("fresh", "codex"), &st, now()).unwrap();
+    assert_eq!(ok.appended, st.len() as u64);
+}
+
+#[test]
+fn importing_the_file_as_it_grew_line_by_line_ends_at_the_same_history() {
+    for (source, client, rel) in [
+        (
+            Source::ClaudeCode,
+            "claude-code",
+            "claude-code/v1.0.108-real-tools-split-blocks-inline-sidechain.jsonl",
+        ),
+        (Source::ClaudeCode, "claude-code", "claude-code/fixture-branch-and-compaction.jsonl"),
+        (Source::Codex, "codex", "codex/fixture-tool-item-types.jsonl"),
+    ] {
+        let text = sample(rel);
+        let n = text.lines().filter(|l| !l.trim().is_empty()).count();
+        let mut j = Journal::in_memory().unwrap();
+        for k in 1..=n {
+            let Ok(s) = read_session(source, head(&text, k).as_bytes(), "t") else { continue };
+            j.import_steps(&src("g", client), &s.steps, now()).unwrap();
+            assert_eq!(j.head("g").unwrap().history, s.history(), "{rel}: after {k} lines");
+        }
+        assert_eq!(j.verify(None).unwrap().bad, vec![], "{rel}");
+        let full = steps(source, &text);
+        assert_eq!(j.head("g").unwrap().history, timeline::fold(&full), "{rel}");
+    }
+}

@@ -1,0 +1,114 @@
+//! Shared by the formats whose body is a list of role-tagged messages with a list of blocks each
+//! (Anthropic Messages, Bedrock Converse, Gemini `contents`): one provider message becomes one or
+//! more salvage messages — each tool result its own `tool` message, each run of other blocks one
+//! message — and the later ones *join* the first when the body is rebuilt.
+
+use crate::shape::Draft;
+use salvage_types::message::{Message, Role};
+use serde_json::{Map, Value};
+
+/// Splits one provider message into drafts.
+pub(crate) struct Runs {
+    env: Map<String, Value>,
+    role_only: Map<String, Value>,
+    content_key: &'static str,
+    role: Role,
+    drafts: Vec<Draft>,
+    cur: Option<Draft>,
+}
+
+impl Runs {
+    /// `env` is the provider message without its block list; `role` the salvage role of its
+    /// non-result blocks.
+    pub fn new(env: Map<String, Value>, role_key: &str, content_key: &'static str, role: Role) -> Self {
+        let mut role_only = Map::new();
+        if let Some(r) = env.get(role_key) {
+            role_only.insert(role_key.to_string(), r.clone());
+        }
+        Runs { env, role_only, content_key, role, drafts: Vec::new(), cur: None }
+    }
+
+    fn template(&self, blocks: Vec<Value>) -> Value {
+        let mut t = if self.drafts.is_empty() && self.cur.is_none() {
+            self.env.clone()
+        } else {
+            self.role_only.clone()
+        };
+        for v in t.values_mut() {
+            *v = crate::shape::lit(std::mem::take(v));
+        }
+        t.insert(self.content_key.to_string(), Value::Array(blocks));
+        Value::Object(t)
+    }
+
+    /// Adds a block template to the current run of non-result blocks; returns its message.
+    pub fn block(&mut self, tpl: Value) -> &mut Message {
+        if self.cur.is_none() {
+            let join = !self.drafts.is_empty();
+            let template = self.template(Vec::new());
+            self.cur = Some(Draft { msg: Message::new(self.role, ""), template, join });
+        }
+        let d = self.cur.get_or_insert_with(|| Draft {
+            msg: Message::new(Role::User, ""),
+            template: Value::Null,
+            join: false,
+        });
+        if let Some(Value::Array(blocks)) = d.template.get_mut(self.content_key) {
+            blocks.push(tpl);
+        }
+        &mut d.msg
+    }
+
+    /// Adds a tool result: its own message, whose template holds its one block.
+    pub fn result(&mut self, msg: Message, tpl: Value) {
+        if let Some(d) = self.cur.take() {
+            self.drafts.push(d);
+        }
+        let join = !self.drafts.is_empty();
+        let template = self.template(vec![tpl]);
+        self.drafts.push(Draft { msg, template, join });
+    }
+
+    /// The drafts, in order (one empty message when the block list was empty).
+    pub fn finish(mut self) -> Vec<Draft> {
+        if let Some(d) = self.cur.take() {
+            self.drafts.push(d);
+        }
+        if self.drafts.is_empty() {
+            let template = self.template(Vec::new());
+            self.drafts.push(Draft { msg: Message::new(self.role, ""), template, join: false });
+        }
+        self.drafts
+    }
+}
+
+/// Appends a rebuilt provider message, merging it into the previous one when `join` holds and
+/// both have the same role and a block list.
+pub(crate) fn push(out: &mut Vec<Value>, v: Value, join: bool, role_key: &str, content_key: &str) {
+    if join {
+        if let Some(last) = out.last_mut() {
+            if last.get(role_key) == v.get(role_key) && last.get(content_key).is_some_and(Value::is_array) {
+                if let (Some(Value::Array(add)), Some(Value::Array(blocks))) =
+                    (v.get(content_key).cloned(), last.get_mut(content_key))
+                {
+                    blocks.extend(add);
+                    return;
+                }
+            }
+        }
+    }
+    out.push(v);
+}
+
+/// True when every block of the last message satisfies `is_result` (and it has at least one).
+pub(crate) fn last_is_results(out: &[Value], content_key: &str, is_result: impl Fn(&Value) -> bool) -> bool {
+    out.last()
+        .and_then(|m| m.get(content_key))
+        .and_then(Value::as_array)
+        .is_some_and(|b| !b.is_empty() && b.iter().all(is_result))
+}
+
+/// An object's fields without `skip`.
+pub(crate) fn without(o: &Map<String, Value>, skip: &[&str]) -> Map<String, Value> {
+    o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+}

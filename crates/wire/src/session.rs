@@ -1,0 +1,292 @@
+//! Client session files (Claude Code transcripts, Codex CLI rollouts, Cline task histories) read
+//! into a [`Session`]: the steps as they happened, the subagent sidechains kept apart, and a
+//! [`Report`] that accounts for every record and block of the file.
+//!
+//! # Opaque blocks (`Message.wire`)
+//!
+//! Provider blocks the message model has no field for (Anthropic `thinking` with its signature,
+//! `redacted_thinking`, documents, server tool blocks; OpenAI Responses `reasoning` with its
+//! `encrypted_content`, web search calls, …) are carried verbatim in the message's `wire` as
+//!
+//! ```json
+//! {"blocks": [ {…verbatim block…}, … ], "at": [0, …]}
+//! ```
+//!
+//! `blocks` holds only what the model does not (text, tool calls, tool results and images are
+//! never repeated there, so nothing is weighed twice) and `at[k]` is the position `blocks[k]` had
+//! among the source message's blocks (for a response merged from several records or items: among
+//! all of them, in order; for a tool message: in its `tool_result` content), so the source layout
+//! can be rebuilt. A Codex `developer` message, which has no role of its own here, is a system
+//! message with `{"role": "developer"}` in its `wire`.
+//!
+//! # What a session file is not
+//!
+//! A session file is not a request body: it does not hold the tool definitions, the parameters
+//! or (for Claude Code) the system prompt a request carried, so an imported capture's
+//! `request.bytes` is unknown (`None`) and its history weighs only what the file holds.
+
+use crate::Imported;
+use salvage_types::capture::{Request, RequestFormat};
+use salvage_types::timeline::{self, Step};
+use salvage_types::History;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// A session file as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// The source format.
+    pub format: RequestFormat,
+    /// The client's session id, when the file names one.
+    pub id: Option<String>,
+    /// The client that wrote the file (`claude-code`, `codex`, `cline`).
+    pub client: &'static str,
+    /// The model last named by the file.
+    pub model: Option<String>,
+    /// The provider family.
+    pub provider: Option<String>,
+    /// What happened, in order (the active branch only).
+    pub steps: Vec<Step>,
+    /// Subagent conversations, kept apart from the main history.
+    pub sidechains: Vec<Sidechain>,
+    /// Request-level fields the file records (e.g. Codex's base instructions), for
+    /// `Capture.request.fields`.
+    pub fields: Map<String, Value>,
+    /// Every record and block of the file, accounted for.
+    pub report: Report,
+    /// Errors the client recorded in the file in place of a response (Claude Code's
+    /// `isApiErrorMessage` records): the failures it saw, in order.
+    pub errors: Vec<SeenError>,
+}
+
+/// A failure the client wrote into its session file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeenError {
+    /// How many steps came before it: equal to the number of steps when nothing followed it,
+    /// i.e. the session ended on this failure.
+    pub after_steps: usize,
+    /// When, as the file wrote it.
+    pub ts: Option<String>,
+    /// The HTTP status, when the file says.
+    pub status: Option<u16>,
+    /// The text the client showed.
+    pub message: String,
+}
+
+/// A subagent's conversation (Claude Code `isSidechain` records).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sidechain {
+    /// The agent id, or the uuid of the sidechain's first record.
+    pub id: String,
+    /// Its history.
+    pub history: History,
+}
+
+impl Session {
+    /// The history after the last step: what the client's next request would carry.
+    pub fn history(&self) -> History {
+        timeline::fold(&self.steps)
+    }
+
+    /// The session as an importer result (its final history).
+    pub fn imported(&self) -> Imported {
+        Imported {
+            history: self.history(),
+            model: self.model.clone(),
+            provider: self.provider.clone(),
+            request: Some(self.request()),
+        }
+    }
+
+    /// The failure the session ended on, if the client recorded one after its last step.
+    pub fn final_error(&self) -> Option<&SeenError> {
+        self.errors.last().filter(|e| e.after_steps == self.steps.len())
+    }
+
+    /// The capture's request part: the format and the fields the file records. `bytes` is
+    /// `None`: a session file is not the body that was sent.
+    pub fn request(&self) -> Request {
+        Request { format: self.format, bytes: None, fields: self.fields.clone() }
+    }
+}
+
+/// What became of one record or block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disposition {
+    /// Represented in the session's steps (a message, a tool call, a compaction…).
+    History,
+    /// Carried verbatim in a message's `wire`.
+    Opaque,
+    /// Part of a sidechain (a subagent's conversation), kept apart.
+    Apart,
+    /// Deliberately left out, with the reason.
+    Skipped(String),
+}
+
+/// The counts of one kind of record or block.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// How many the file holds.
+    pub seen: u64,
+    /// Represented in the steps.
+    pub history: u64,
+    /// Carried opaquely.
+    pub opaque: u64,
+    /// In a sidechain.
+    pub apart: u64,
+    /// Left out, by reason.
+    pub skipped: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    /// Everything accounted for: `seen` equals the sum of the dispositions.
+    pub fn balanced(&self) -> bool {
+        self.seen == self.history + self.opaque + self.apart + self.skipped.values().sum::<u64>()
+    }
+}
+
+/// Every record (`record:TYPE`), block (`block:TYPE`) and notable field (`field:NAME`) of a
+/// session file, counted by what became of it. Nothing is dropped silently.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Counts by kind.
+    pub kinds: BTreeMap<String, Tally>,
+    /// Things a reader should know (an approximation, a broken chain, a truncated last line).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// Counts one item of `kind`.
+    pub fn count(&mut self, kind: &str, d: Disposition) {
+        let t = self.kinds.entry(kind.to_string()).or_default();
+        t.seen += 1;
+        match d {
+            Disposition::History => t.history += 1,
+            Disposition::Opaque => t.opaque += 1,
+            Disposition::Apart => t.apart += 1,
+            Disposition::Skipped(reason) => *t.skipped.entry(reason).or_insert(0) += 1,
+        }
+    }
+
+    /// Adds a note (once).
+    pub fn note(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        if !self.notes.contains(&text) {
+            self.notes.push(text);
+        }
+    }
+
+    /// The tally of a kind (zero when absent).
+    pub fn get(&self, kind: &str) -> Tally {
+        self.kinds.get(kind).cloned().unwrap_or_default()
+    }
+
+    /// Sums over kinds with a prefix (`record:`, `block:`).
+    pub fn total(&self, prefix: &str) -> Tally {
+        let mut out = Tally::default();
+        for (k, t) in &self.kinds {
+            if k.starts_with(prefix) {
+                out.seen += t.seen;
+                out.history += t.history;
+                out.opaque += t.opaque;
+                out.apart += t.apart;
+                for (r, n) in &t.skipped {
+                    *out.skipped.entry(r.clone()).or_insert(0) += n;
+                }
+            }
+        }
+        out
+    }
+
+    /// A few lines for people: records and blocks by disposition, skip reasons, notes.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for (label, prefix) in [("records", "record:"), ("blocks", "block:")] {
+            let t = self.total(prefix);
+            out.push_str(&format!(
+                "{} {label}: {} in the history, {} carried opaquely, {} in sidechains, {} skipped\n",
+                t.seen,
+                t.history,
+                t.opaque,
+                t.apart,
+                t.skipped.values().sum::<u64>()
+            ));
+        }
+        for (k, t) in &self.kinds {
+            for (reason, n) in &t.skipped {
+                out.push_str(&format!("  skipped {n} {k}: {reason}\n"));
+            }
+        }
+        for n in &self.notes {
+            out.push_str(&format!("  note: {n}\n"));
+        }
+        out
+    }
+}
+
+/// Opaque blocks of one message being built, with their positions.
+#[derive(Debug, Default)]
+pub(crate) struct Opaque {
+    blocks: Vec<Value>,
+    at: Vec<usize>,
+}
+
+impl Opaque {
+    /// Keeps `block`, which sat at position `at` among the source blocks.
+    pub fn push(&mut self, at: usize, block: Value) {
+        self.blocks.push(block);
+        self.at.push(at);
+    }
+
+    /// The `wire` value (`None` when nothing is opaque).
+    pub fn into_wire(self) -> Option<Value> {
+        if self.blocks.is_empty() {
+            return None;
+        }
+        Some(json!({"blocks": self.blocks, "at": self.at}))
+    }
+}
+
+/// A stable step id for a record without a uuid: its 1-based line and a digest of the line.
+pub(crate) fn line_id(line: usize, text: &str) -> String {
+    let h = blake3::hash(text.as_bytes()).to_hex();
+    format!("L{line}-{}", &h.as_str()[..12])
+}
+
+/// Splits JSONL into `(line number, text)` of non-blank lines.
+pub(crate) fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split('\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
+        .filter(|(_, l)| !l.trim().is_empty())
+}
+
+/// Parses one JSONL line into an object. A malformed last line (a file still being written) is
+/// `Ok(None)` and noted; a malformed line elsewhere is an error naming the line.
+pub(crate) fn parse_line(
+    cx: &crate::Cx<'_>,
+    line: usize,
+    text: &str,
+    is_last: bool,
+    report: &mut Report,
+) -> Result<Option<Map<String, Value>>, salvage_types::capture::CaptureError> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(o)) => Ok(Some(o)),
+        Ok(other) => Err(cx.err(
+            &format!("line {line}"),
+            format!("expected a JSON object per line, found {}", crate::kind(&other)),
+        )),
+        Err(_) if is_last => {
+            report.count(
+                "record:(malformed)",
+                Disposition::Skipped("truncated last line (the file is still being written)".into()),
+            );
+            report.note(format!(
+                "line {line} is not complete JSON and was skipped (the file is still being written)"
+            ));
+            Ok(None)
+        }
+        Err(e) => Err(cx.err(&format!("line {line}"), format!("malformed JSON: {e}"))),
+    }
+}
