@@ -379,8 +379,8 @@ pub fn redact_value(v: &mut Value, counts: &mut Counts) {
         }
         Value::Array(a) => a.iter_mut().for_each(|x| redact_value(x, counts)),
         Value::Object(o) => {
-            let image =
-                o.contains_key("media_type") || o.get("type").and_then(Value::as_str) == Some("base64");
+            let image = o.get("type").and_then(Value::as_str) == Some("base64")
+                || o.get("media_type").and_then(Value::as_str).is_some_and(|m| m.starts_with("image/"));
             for (k, x) in o.iter_mut() {
                 if image && k == "data" {
                     continue;
