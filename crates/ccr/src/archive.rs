@@ -152,7 +152,9 @@ pub struct Retention {
     pub max_bytes: Option<u64>,
     /// Evict blobs not accessed for this long.
     pub max_age: Option<Duration>,
-    /// Never evict a blob younger than this (writers in flight reference it soon).
+    /// Never evict a blob written (or archived again, or read) less than this long ago: writers
+    /// in flight reference it soon. Measured from each blob's own write, never from the start
+    /// of the run that wrote it.
     pub grace: Duration,
     /// Report without deleting.
     pub dry_run: bool,
@@ -304,6 +306,14 @@ impl<'c> Ccr<'c> {
                 })
                 .map_err(sql("put"))?
                 == 1;
+            if !inserted {
+                // Archiving existing content again is a write in flight too: its grace period
+                // starts over, so `gc` cannot evict it before the writer references it.
+                self.conn
+                    .prepare_cached("UPDATE ccr_blobs SET last_access = ?2 WHERE key = ?1 AND last_access < ?2")
+                    .and_then(|mut st| st.execute(params![&key.0[..], now]))
+                    .map_err(sql("put"))?;
+            }
             let collisions = self.by_short(&short)?.into_iter().map(|(_, k)| k).filter(|k| *k != key).collect();
             Ok(PutOutcome { key, inserted, collisions })
         })
@@ -576,7 +586,7 @@ impl<'c> Ccr<'c> {
                     let (id, len, access, created, referenced) = row.map_err(sql("gc"))?;
                     if referenced {
                         report.kept_referenced += 1;
-                    } else if now.saturating_sub(created) >= grace_ms {
+                    } else if now.saturating_sub(created.max(access)) >= grace_ms {
                         candidates.push((id, len, access));
                     }
                 }

@@ -299,3 +299,23 @@ fn concurrent_writers_in_separate_processes_lose_nothing() {
     assert_eq!(ccr.stats().unwrap().entries, 4 * 200 + 10, "shared content stored once");
     assert!(ccr.verify().unwrap().bad.is_empty());
 }
+
+#[test]
+fn grace_runs_from_each_write_not_from_an_earlier_time() {
+    // A blob archived long ago and unreferenced is archived again by a writer in flight: the
+    // grace period starts over at that write, so a concurrent gc does not evict it.
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let clock = FakeClock(Cell::new(0));
+    let ccr = Ccr::new(store.conn(), &clock);
+    let old = ccr.put(&text(5_000, 7)).unwrap().key;
+    let other = ccr.put(&text(5_000, 8)).unwrap().key;
+    clock.0.set(10_000_000);
+    assert!(!ccr.put(&text(5_000, 7)).unwrap().inserted);
+    clock.0.set(10_000_000 + 30_000);
+    let policy = Retention { max_bytes: Some(0), grace: Duration::from_secs(60), ..Retention::default() };
+    let r = ccr.gc(&policy).unwrap();
+    assert_eq!(r.evicted, 1);
+    assert!(ccr.contains(&old).unwrap(), "re-archived 30 s ago: inside its 60 s grace");
+    assert!(!ccr.contains(&other).unwrap());
+}

@@ -16,40 +16,62 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
+    /// The path, refused when it is not a plain file path: `--db` never takes an SQLite URI
+    /// (`file:…`), `:memory:` or an empty name, which SQLite would read differently from the file
+    /// system.
+    fn path(&self) -> Result<&std::path::Path, Failure> {
+        let text = self.db.to_string_lossy();
+        if text.is_empty() {
+            return Err(Failure::Input("--db: the path is empty".into()));
+        }
+        if text == ":memory:" || text.starts_with("file:") {
+            return Err(Failure::Input(format!(
+                "--db: {}: a file path is expected, not an SQLite URI or name (write ./{} for a file of that name; --no-journal for an in-memory run)",
+                crate::terminal::escape(&text),
+                crate::terminal::escape(&text)
+            )));
+        }
+        Ok(&self.db)
+    }
+
     /// Opens (creating) the database. Only the default folder `.salvage/` is created: a `--db`
     /// whose folder is missing is an error naming that folder.
     pub fn open(&self) -> Result<Store, Failure> {
-        self.check_folder()?;
-        Store::open(&self.db, &Options::default()).map_err(Failure::input)
+        let path = self.path()?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if !parent.is_dir() && path != std::path::Path::new(DEFAULT_DB) {
+                return Err(Failure::Input(format!(
+                    "{}: the folder {} does not exist (salvage creates only the default .salvage/; create it first)",
+                    crate::terminal::escape(&path.display().to_string()),
+                    crate::terminal::escape(&parent.display().to_string())
+                )));
+            }
+        }
+        Store::open(path, &Options::default()).map_err(Failure::input)
     }
 
-    fn check_folder(&self) -> Result<(), Failure> {
-        if self.db.as_os_str().is_empty() {
-            return Err(Failure::Input("--db: the path is empty (and SALVAGE_DB, if set, is empty)".into()));
-        }
-        let parent = match self.db.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => return Ok(()),
-        };
-        if parent.is_dir() || self.db == std::path::Path::new(DEFAULT_DB) {
-            return Ok(());
-        }
-        Err(Failure::Input(format!(
-            "{}: the folder {} does not exist (salvage creates only the default .salvage/; create it first)",
-            self.db.display(),
-            parent.display()
-        )))
-    }
-
-    /// Opens an existing database, refusing to create one (for read-only commands).
-    pub fn open_existing(&self) -> Result<Store, Failure> {
-        if !self.db.exists() {
+    fn require_existing(&self) -> Result<&std::path::Path, Failure> {
+        let path = self.path()?;
+        if !path.exists() {
             return Err(Failure::Input(format!(
                 "{}: no such database (pass --db PATH or set SALVAGE_DB)",
-                self.db.display()
+                crate::terminal::escape(&path.display().to_string())
             )));
         }
-        self.open()
+        Ok(path)
+    }
+
+    /// Opens an existing database for writing, refusing to create one.
+    pub fn open_existing(&self) -> Result<Store, Failure> {
+        let path = self.require_existing()?;
+        Store::open(path, &Options { create: false, ..Options::default() }).map_err(Failure::input)
+    }
+
+    /// Opens an existing database for reading only: the file is not changed (no journal-mode
+    /// switch, no identity stamp), and a file the user cannot write is still readable.
+    pub fn open_read(&self) -> Result<Store, Failure> {
+        let path = self.require_existing()?;
+        Store::open(path, &Options::read_only()).map_err(Failure::input)
     }
 }
 

@@ -47,12 +47,12 @@ pub fn finish(result: Outcome, out: &mut Output) -> ExitCode {
         }
         (Err(Failure::Problem(msg)), _) => {
             if !msg.is_empty() {
-                eprintln!("salvage: {msg}");
+                eprintln!("salvage: {}", crate::terminal::escape_block(&msg));
             }
             ExitCode::from(1)
         }
         (Err(Failure::Input(msg)), _) => {
-            eprintln!("salvage: error: {msg}");
+            eprintln!("salvage: error: {}", crate::terminal::escape_block(&msg));
             ExitCode::from(2)
         }
     }

@@ -4,6 +4,7 @@
 //! environment (the only place that reads it), and hands each subcommand a plan and an output
 //! handle. Exit codes: 0 success, 1 the command ran and found a problem, 2 usage or unreadable input.
 
+mod atomic_file;
 mod commands;
 mod db;
 mod exit;
@@ -11,6 +12,7 @@ mod html;
 mod junit;
 mod output;
 mod summarizers;
+mod terminal;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;

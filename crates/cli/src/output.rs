@@ -50,17 +50,20 @@ impl Output {
     }
 }
 
-/// Pads or cuts cells into aligned columns.
+/// Pads cells into aligned columns; every cell is escaped for the terminal first
+/// ([`crate::terminal::escape`]), so an id or title cannot drive it or break the layout.
 pub fn table(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|r| r.iter().map(|c| crate::terminal::escape(c).into_owned()).collect()).collect();
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0usize; cols];
-    for r in rows {
+    for r in &rows {
         for (i, c) in r.iter().enumerate() {
             widths[i] = widths[i].max(c.chars().count());
         }
     }
     let mut s = String::new();
-    for r in rows {
+    for r in &rows {
         let mut line = String::new();
         for (i, c) in r.iter().enumerate() {
             if i + 1 == r.len() {
@@ -76,25 +79,9 @@ pub fn table(rows: &[Vec<String>]) -> String {
     s
 }
 
-/// Writes a file atomically: a temporary file beside it, synced, then renamed over it, so a reader
-/// never sees half a file and a failure leaves nothing behind.
+/// Writes a file atomically and owner-only (see [`crate::atomic_file::write`]).
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::atomic_file::write(path, bytes)
 }
 
 /// Says on stderr what a command is waiting for when its standard input is a terminal (so a bare

@@ -149,7 +149,7 @@ fn import_redacts_secrets_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let body = serde_json::json!({"model": "gpt-4o", "messages": [
         {"role": "system", "content": "deploy with OPENAI_API_KEY=sk-proj-1234567890abcdefghijABCD"},
-        {"role": "user", "content": "the db is postgres://app:s3cretPassw0rd@db:5432/x and AWS key AKIAIOSFODNN7EXAMPLE"},
+        {"role": "user", "content": "the db is postgres://app:s3cretPassw0rd@db:5432/x and AWS key AKIAZ3MDNB2QYX7TKPLE"},
         {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "http", "arguments": "{\"headers\": {\"Authorization\": \"Bearer abcdefghijklmnopqrstuvwxyz123456\"}}"}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "ok"}
     ]});
@@ -161,7 +161,7 @@ fn import_redacts_secrets_by_default() {
     for secret in [
         "1234567890abcdefghijABCD",
         "s3cretPassw0rd",
-        "AKIAIOSFODNN7EXAMPLE",
+        "AKIAZ3MDNB2QYX7TKPLE",
         "abcdefghijklmnopqrstuvwxyz123456",
     ] {
         assert!(!out.contains(secret), "{secret} leaked");
@@ -170,5 +170,5 @@ fn import_redacts_secrets_by_default() {
     let err = String::from_utf8(o.stderr).unwrap();
     assert!(err.contains("redacted 4 secret(s)"), "{err}");
     let o = salvage(&["import", "--from", "openai", f.to_str().unwrap(), "--no-redact"], &[]);
-    assert!(String::from_utf8(o.stdout).unwrap().contains("AKIAIOSFODNN7EXAMPLE"));
+    assert!(String::from_utf8(o.stdout).unwrap().contains("AKIAZ3MDNB2QYX7TKPLE"));
 }

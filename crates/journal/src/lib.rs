@@ -152,6 +152,10 @@ pub struct NewEvent {
     pub parent: Parent,
     /// CCR blobs the event references (kept from eviction).
     pub blobs: Vec<CcrKey>,
+    /// Originals to archive in the event's own transaction and reference like `blobs`: no
+    /// moment exists in which they are stored but unreferenced, so a concurrent `ccr gc` cannot
+    /// take them whatever its grace period.
+    pub archive: Vec<Vec<u8>>,
 }
 
 impl NewEvent {
@@ -164,6 +168,7 @@ impl NewEvent {
             history: HistoryChange::None,
             parent: Parent::Head,
             blobs: Vec::new(),
+            archive: Vec::new(),
         }
     }
 
@@ -176,6 +181,12 @@ impl NewEvent {
     /// With referenced blobs.
     pub fn with_blobs(mut self, blobs: Vec<CcrKey>) -> NewEvent {
         self.blobs = blobs;
+        self
+    }
+
+    /// With originals archived (and referenced) in the event's transaction.
+    pub fn with_archive(mut self, archive: Vec<Vec<u8>>) -> NewEvent {
+        self.archive = archive;
         self
     }
 }
@@ -223,6 +234,9 @@ pub struct SessionInfo {
     pub events: u64,
     /// RFC 3339 creation time.
     pub created_at: String,
+    /// The capture a replayed session came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<String>,
 }
 
 /// The restored state at one event.
@@ -314,6 +328,17 @@ impl Journal {
         title: &str,
         first: NewEvent,
     ) -> Result<Appended, JournalError> {
+        self.start_session_from(id, title, None, first)
+    }
+
+    /// [`Journal::start_session`], recording the capture the session replays.
+    pub fn start_session_from(
+        &mut self,
+        id: &str,
+        title: &str,
+        capture: Option<&str>,
+        first: NewEvent,
+    ) -> Result<Appended, JournalError> {
         let created = rfc3339(&first.ts);
         {
             let conn = self.store.conn();
@@ -338,24 +363,18 @@ impl Journal {
                 };
             }
         }
-        let tx = self
-            .store
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("start session"))?;
-        tx.execute(
-            "INSERT INTO sessions (id, title, created_at, head_seq, head_hash) VALUES (?1, ?2, ?3, 0, ?4)",
-            params![id, title, created, &[0u8; 32][..]],
-        )
-        .map_err(|e| match e {
-            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
-                JournalError::SessionExists(id.to_string())
-            }
-            other => JournalError::Sql { op: "start session", source: other },
-        })?;
-        tx.commit().map_err(sql("start session"))?;
-        let mut out = self.append(id, Some(0), vec![first])?;
-        out.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
+        // The session row and its first event commit together: a kill or a full disk between
+        // them would leave a session that cannot be restored.
+        let head_cache = self.head.remove(id);
+        let (mut appended, head) = self.append_tx(
+            id,
+            Some(0),
+            vec![first],
+            head_cache,
+            Begin::NewSession { title, created: &created, capture },
+        )?;
+        self.head.insert(id.to_string(), head);
+        appended.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
     }
 
     /// The session's version (its latest event's seq).
@@ -384,7 +403,7 @@ impl Journal {
             return Ok(found);
         }
         let head_cache = self.head.remove(session);
-        let result = self.append_tx(session, expected, events, head_cache);
+        let result = self.append_tx(session, expected, events, head_cache, Begin::Existing);
         match result {
             Ok((appended, head)) => {
                 self.head.insert(session.to_string(), head);
@@ -439,12 +458,42 @@ impl Journal {
         expected: Option<u64>,
         events: Vec<NewEvent>,
         cached: Option<(u64, State)>,
+        begin: Begin<'_>,
     ) -> Result<(Vec<Appended>, (u64, State)), JournalError> {
         let tx = self
             .store
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("append"))?;
+        match begin {
+            Begin::Existing => {}
+            Begin::NewSession { title, created, capture } => {
+                tx.execute(
+                    "INSERT INTO sessions (id, title, created_at, head_seq, head_hash, capture_id) VALUES (?1, ?2, ?3, 0, ?4, ?5)",
+                    params![session, title, created, &[0u8; 32][..], capture],
+                )
+                .map_err(|e| match e {
+                    rusqlite::Error::SqliteFailure(f, _)
+                        if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                    {
+                        JournalError::SessionExists(session.to_string())
+                    }
+                    other => JournalError::Sql { op: "start session", source: other },
+                })?;
+            }
+            Begin::Redact(redactions) => {
+                let (head_seq,): (i64,) = tx
+                    .query_row("SELECT head_seq FROM sessions WHERE id = ?1", [session], |r| Ok((r.get(0)?,)))
+                    .optional()
+                    .map_err(sql("redact"))?
+                    .ok_or_else(|| JournalError::NoSession(session.to_string()))?;
+                let seq = u(head_seq) + 1;
+                let at = rfc3339(&events.first().map(|e| e.ts).unwrap_or_else(Utc::now));
+                for (hash, replacement) in redactions {
+                    redact_message(&tx, session, seq, &at, hash, replacement)?;
+                }
+            }
+        }
         let (head_seq, head_hash): (i64, Vec<u8>) = tx
             .query_row("SELECT head_seq, head_hash FROM sessions WHERE id = ?1", [session], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -558,7 +607,15 @@ impl Journal {
                 }
                 other => JournalError::Sql { op: "append", source: other },
             })?;
-            for k in &e.blobs {
+            let mut keys = e.blobs.clone();
+            for bytes in &e.archive {
+                let k =
+                    Ccr::new(&tx, &clock).put(bytes).map_err(|x| JournalError::Invalid(x.to_string()))?.key;
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+            for k in &keys {
                 let ccr = Ccr::new(&tx, &clock);
                 if !ccr.contains(k).map_err(|x| JournalError::Invalid(x.to_string()))? {
                     return Err(JournalError::MissingBlob(k.hex()));
@@ -690,6 +747,65 @@ impl Journal {
         }
     }
 
+    /// Replaces the stored content of messages this session holds (secrets that reached the
+    /// journal) and appends `event` (a redaction) in the same transaction. The message hashes stay,
+    /// so every history state that lists them restores the replacement and the hash chain, which
+    /// covers events and not message bodies, still verifies; `verify` accepts a body that differs
+    /// from its hash only for a message recorded as redacted.
+    pub fn redact_messages(
+        &mut self,
+        session: &str,
+        redactions: &[(MsgHash, Message)],
+        event: NewEvent,
+    ) -> Result<Appended, JournalError> {
+        let v = self.version(session)?;
+        let cached = self.head.remove(session);
+        let (mut out, head) =
+            self.append_tx(session, Some(v), vec![event], cached, Begin::Redact(redactions))?;
+        self.head.insert(session.to_string(), head);
+        out.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
+    }
+
+    /// The message hashes of a session's history at an event, in order (repeats kept).
+    pub fn history_hashes(&self, session: &str, seq: u64) -> Result<Vec<MsgHash>, JournalError> {
+        Ok(self.state_at(session, seq)?.history)
+    }
+
+    /// The message hashes an event inserted into the history.
+    pub fn inserted_hashes(&self, session: &str, seq: u64) -> Result<Vec<MsgHash>, JournalError> {
+        let e = self.events(session, seq.saturating_sub(1), 1)?;
+        let e = e
+            .into_iter()
+            .find(|e| e.seq == seq)
+            .ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq })?;
+        Ok(e.delta.map(|d| d.insert.iter().filter_map(|h| unhex(h)).collect()).unwrap_or_default())
+    }
+
+    /// Every message hash any event of the session inserted, in first-seen order.
+    pub fn history_hashes_all(&self, session: &str) -> Result<Vec<MsgHash>, JournalError> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        self.for_each_event(session, |e| {
+            for h in e.delta.iter().flat_map(|d| d.insert.iter()).filter_map(|h| unhex(h)) {
+                if seen.insert(h) {
+                    out.push(h);
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The stored messages with these hashes, in order (errors name `session` and `seq`).
+    pub fn messages_by_hash(
+        &self,
+        session: &str,
+        seq: u64,
+        hashes: &[MsgHash],
+    ) -> Result<Vec<Message>, JournalError> {
+        load_history(self.conn(), session, seq, hashes)
+    }
+
     /// Sessions whose events reference a CCR blob.
     pub fn sessions_referencing(&self, key: &CcrKey) -> Result<Vec<String>, JournalError> {
         let mut st = self
@@ -724,7 +840,9 @@ impl Journal {
     pub fn sessions(&self) -> Result<Vec<SessionInfo>, JournalError> {
         let mut st = self
             .conn()
-            .prepare("SELECT id, title, head_seq, created_at FROM sessions ORDER BY created_at, id")
+            .prepare(
+                "SELECT id, title, head_seq, created_at, capture_id FROM sessions ORDER BY created_at, id",
+            )
             .map_err(sql("sessions"))?;
         let rows = st
             .query_map([], |r| {
@@ -733,6 +851,7 @@ impl Journal {
                     title: r.get(1)?,
                     events: u(r.get(2)?),
                     created_at: r.get(3)?,
+                    capture: r.get(4)?,
                 })
             })
             .map_err(sql("sessions"))?;
@@ -774,6 +893,76 @@ impl Journal {
         }
         Ok(report)
     }
+}
+
+/// What an append transaction does before its events.
+enum Begin<'a> {
+    /// Nothing: the session exists.
+    Existing,
+    /// Creates the session row (its first event follows in the same transaction).
+    NewSession {
+        /// The title.
+        title: &'a str,
+        /// RFC 3339 creation time.
+        created: &'a str,
+        /// The capture it replays.
+        capture: Option<&'a str>,
+    },
+    /// Replaces stored message contents (the redaction event follows in the same transaction).
+    Redact(&'a [(MsgHash, Message)]),
+}
+
+/// Replaces one stored message's content with `replacement`, keeping its hash (the history states
+/// that list it then restore the replacement), and records it in `message_redactions`. A message
+/// archived in CCR has its blob cleared too. `secure_delete` zeroes the old bytes in the file.
+fn redact_message(
+    tx: &Connection,
+    session: &str,
+    seq: u64,
+    at: &str,
+    hash: &MsgHash,
+    replacement: &Message,
+) -> Result<(), JournalError> {
+    let h = hex(hash);
+    // Only a message this session's history holds (a delta inserted it).
+    let pattern = format!("%\"{h}\"%");
+    let referenced = tx
+        .prepare_cached("SELECT 1 FROM events WHERE session_id = ?1 AND CAST(delta AS TEXT) LIKE ?2 LIMIT 1")
+        .and_then(|mut st| st.exists(params![session, pattern]))
+        .map_err(sql("redact"))?;
+    if !referenced {
+        return Err(JournalError::Invalid(format!("session {session}: no event holds message {h}")));
+    }
+    let key: Option<Option<Vec<u8>>> = tx
+        .query_row("SELECT ccr_key FROM messages WHERE hash = ?1", [&hash[..]], |r| r.get(0))
+        .optional()
+        .map_err(sql("redact"))?;
+    let Some(key) = key else {
+        return Err(JournalError::Invalid(format!("message {h}: not stored")));
+    };
+    if let Some(k) = key {
+        let clock = SysClock;
+        match Ccr::new(tx, &clock).redact(&hex(&to32(&k))) {
+            Ok(_) | Err(salvage_ccr::CcrError::NotFound { .. }) => {}
+            Err(e) => return Err(JournalError::Invalid(e.to_string())),
+        }
+    }
+    let json = serde_json::to_vec(replacement).map_err(|e| JournalError::Invalid(e.to_string()))?;
+    tx.execute("UPDATE messages SET body = ?1, ccr_key = NULL WHERE hash = ?2", params![json, &hash[..]])
+        .map_err(sql("redact"))?;
+    tx.execute(
+        "INSERT OR REPLACE INTO message_redactions (hash, session_id, seq, redacted_at) VALUES (?1, ?2, ?3, ?4)",
+        params![&hash[..], session, i(seq), at],
+    )
+    .map_err(sql("redact"))?;
+    Ok(())
+}
+
+/// True when `salvage journal redact` replaced this message's content.
+pub(crate) fn is_redacted(conn: &Connection, hash: &MsgHash) -> Result<bool, JournalError> {
+    conn.prepare_cached("SELECT 1 FROM message_redactions WHERE hash = ?1")
+        .and_then(|mut st| st.exists([&hash[..]]))
+        .map_err(sql("redaction lookup"))
 }
 
 fn to32(b: &[u8]) -> [u8; 32] {
@@ -902,6 +1091,9 @@ fn store_message(conn: &Connection, clock: &dyn Clock, m: &Message) -> Result<Ms
     Ok(hash)
 }
 
+/// A decoded message: its hash, the message, and whether its bytes match the hash.
+type Decoded = (MsgHash, Message, bool);
+
 /// Loads and verifies the messages of a history state (repeats decoded once), fetching the
 /// rows in one statement.
 fn load_history(
@@ -936,21 +1128,20 @@ fn load_history(
         fetched.push((h, json));
     }
     // Verify and decode on every core: restores are latency-sensitive and the rows are independent.
-    let decode = |chunk: &[(MsgHash, Vec<u8>)]| -> Result<Vec<(MsgHash, Message)>, String> {
+    // A body that does not match its hash is accepted only for a message recorded as redacted.
+    let decode = |chunk: &[(MsgHash, Vec<u8>)]| -> Result<Vec<Decoded>, String> {
         chunk
             .iter()
             .map(|(h, json)| {
-                if message_hash(json) != *h {
-                    return Err(format!("message {} does not match its hash", hex(h)));
-                }
+                let matches = message_hash(json) == *h;
                 serde_json::from_slice::<Message>(json)
-                    .map(|m| (*h, m))
+                    .map(|m| (*h, m, matches))
                     .map_err(|e| format!("message {} does not decode: {e}", hex(h)))
             })
             .collect()
     };
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
-    let parts: Vec<Result<Vec<(MsgHash, Message)>, String>> = if threads > 1 && fetched.len() >= 128 {
+    let parts: Vec<Result<Vec<Decoded>, String>> = if threads > 1 && fetched.len() >= 128 {
         let size = fetched.len().div_ceil(threads);
         std::thread::scope(|s| {
             let handles: Vec<_> = fetched.chunks(size).map(|c| s.spawn(move || decode(c))).collect();
@@ -964,7 +1155,12 @@ fn load_history(
     };
     let mut decoded: HashMap<MsgHash, Message> = HashMap::with_capacity(unique.len());
     for p in parts {
-        decoded.extend(p.map_err(corrupt)?);
+        for (h, m, matches) in p.map_err(corrupt)? {
+            if !matches && !is_redacted(conn, &h)? {
+                return Err(corrupt(format!("message {} does not match its hash", hex(&h))));
+            }
+            decoded.insert(h, m);
+        }
     }
     // Hand each message over without a copy, cloning only for repeats.
     let mut remaining: HashMap<MsgHash, usize> = HashMap::with_capacity(unique.len());

@@ -293,3 +293,22 @@ fn a_wal_from_another_database_is_refused_before_it_is_replayed() {
     assert!(j.verify(None).unwrap().bad.is_empty());
     drop(holder);
 }
+
+#[test]
+fn a_session_without_events_is_reported_and_a_start_commits_with_its_first_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("e.db");
+    build(&p, 3);
+    // What an interrupted two-step start used to leave: a session row and nothing else.
+    sqlite3(&p, "INSERT INTO sessions (id, title, created_at, head_seq, head_hash) VALUES ('orphan', '', '2025-01-01T00:00:00Z', 0, zeroblob(32))");
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    let r = j.verify(None).unwrap();
+    assert_eq!(r.bad.len(), 1, "{r:?}");
+    assert_eq!(r.bad[0].session, "orphan");
+    assert!(r.bad[0].problem.contains("no events"), "{}", r.bad[0].problem);
+    // A start that fails (its first event's id is taken) leaves no session behind.
+    let mut j = j;
+    let e = j.start_session("new", "t", NewEvent::new("s-1", ts(9), EventBody::MessageAppended { count: 0 }));
+    assert!(matches!(e, Err(JournalError::IdReused(_))), "{e:?}");
+    assert!(j.sessions().unwrap().iter().all(|s| s.id != "new"));
+}

@@ -96,6 +96,19 @@ pub fn load_all_with(
         .collect()
 }
 
+/// 64 unpredictable bits (hex) for a session id: the standard library's per-process random
+/// hasher keys over the process id, the time and the capture's index.
+pub fn session_nonce(index: usize) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
+    );
+    h.write_usize(index);
+    format!("{:016x}", h.finish())
+}
+
 /// Replays one capture into a journal and checks it.
 #[allow(clippy::too_many_arguments)]
 pub fn run_one(
@@ -194,7 +207,14 @@ pub fn run_all(
                     let Some(&i) = order.get(k) else { break };
                     let Some(j) = journal.as_mut() else { break };
                     let (file, capture) = &captures[i];
-                    let session = format!("{}@{}-{i}", capture.id, started.format("%Y%m%dT%H%M%S%.3fZ"));
+                    // Unique per run: two replays in the same millisecond, or two captures
+                    // sharing an id, never write into each other's session.
+                    let session = format!(
+                        "{}@{}-{}",
+                        capture.id,
+                        started.format("%Y%m%dT%H%M%S%.3fZ"),
+                        session_nonce(i)
+                    );
                     let r = make_summarizer(capture).and_then(|mut s| {
                         run_one(
                             file,

@@ -3,7 +3,7 @@
 
 use crate::upstream::{self, Simulated};
 use chrono::{DateTime, Duration, Utc};
-use salvage_ccr::{Ccr, Clock};
+use salvage_ccr::Ccr;
 use salvage_journal::{HistoryChange, Journal, JournalError, NewEvent};
 use salvage_recovery::archive::{Archive, ArchiveError, MemoryArchive};
 use salvage_recovery::budget::{model_info, Surface};
@@ -111,13 +111,6 @@ pub struct Options<'a> {
     pub rung3_keep: usize,
 }
 
-struct FixedClock(i64);
-impl Clock for FixedClock {
-    fn now_ms(&self) -> i64 {
-        self.0
-    }
-}
-
 /// The archive a replay writes: originals land in memory first and move into the journal's CCR
 /// with the event that references them; reads see both.
 struct ReplayArchive<'a> {
@@ -183,28 +176,33 @@ impl Driver<'_> {
         self.start + Duration::milliseconds(self.n)
     }
 
-    /// Moves blobs archived in memory into CCR (the journal's file), returning their keys.
-    fn flush(&mut self, keys: &[CcrKey]) -> Result<Vec<CcrKey>, ReplayError> {
-        let clock = FixedClock(self.start.timestamp_millis());
+    /// The originals of blobs archived in memory that the journal does not hold yet, to be
+    /// archived in the transaction of the event that references them (so `ccr gc` never sees
+    /// them stored but unreferenced), and the keys to reference.
+    fn flush(&mut self, keys: &[CcrKey]) -> Result<(Vec<CcrKey>, Vec<Vec<u8>>), ReplayError> {
+        let clock = salvage_ccr::SystemClock;
         let ccr = Ccr::new(self.journal.conn(), &clock);
         let mut out = Vec::new();
+        let mut archive = Vec::new();
         for k in keys {
             if !self.flushed.contains(k) {
-                if let Some(bytes) = self.mem.borrow().get(&k.short()) {
-                    ccr.put(&bytes).map_err(|e| ReplayError::Archive(e.to_string()))?;
-                } else if ccr.get(&k.short()).is_err() {
-                    return Err(ReplayError::Archive(format!("blob {} vanished", k.short())));
+                // An original already in the file (from another session) is archived again
+                // too: the put is idempotent and restores it if a gc took it meanwhile.
+                let bytes = self.mem.borrow().get(&k.short()).or_else(|| ccr.get(&k.short()).ok());
+                match bytes {
+                    Some(b) => archive.push(b),
+                    None => return Err(ReplayError::Archive(format!("blob {} vanished", k.short()))),
                 }
                 self.flushed.insert(*k);
             }
             out.push(*k);
         }
-        Ok(out)
+        Ok((out, archive))
     }
 
     /// Journals one record of the engine, keeping the driver's view of the run.
-    fn record(&mut self, r: Record, title: &str) -> Result<(), ReplayError> {
-        let blobs = self.flush(&r.blobs)?;
+    fn record(&mut self, r: Record, title: &str, capture_id: &str) -> Result<(), ReplayError> {
+        let (blobs, archive) = self.flush(&r.blobs)?;
         let before = history_digest(&self.run.history);
         let change = match r.change {
             Change::None => HistoryChange::None,
@@ -226,9 +224,9 @@ impl Driver<'_> {
         self.observe(&r.event);
         let id = format!("{}#{}", self.session, self.n);
         let ts = self.ts();
-        let e = NewEvent::new(id, ts, r.event).with_history(change).with_blobs(blobs);
+        let e = NewEvent::new(id, ts, r.event).with_history(change).with_blobs(blobs).with_archive(archive);
         if matches!(e.body, EventBody::SessionStarted { .. }) {
-            self.version = self.journal.start_session(&self.session, title, e)?.seq;
+            self.version = self.journal.start_session_from(&self.session, title, Some(capture_id), e)?.seq;
         } else {
             let a = self.journal.append(&self.session, Some(self.version), vec![e])?;
             self.version = a.first().map_or(self.version, |a| a.seq);
@@ -373,7 +371,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
     let (summarizer, hooks) = (opts.summarizer, opts.hooks);
     loop {
         let action = {
-            let clock = FixedClock(d.start.timestamp_millis());
+            let clock = salvage_ccr::SystemClock;
             let mut archive = ReplayArchive { mem: &d.mem, ccr: Ccr::new(d.journal.conn(), &clock) };
             let reader = ReplayArchive { mem: &d.mem, ccr: Ccr::new(d.journal.conn(), &clock) };
             let lookup = |k: &str| reader.get(k);
@@ -381,7 +379,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
             turn.next(&mut io)?
         };
         match action {
-            Action::Record(r) => d.record(*r, &title)?,
+            Action::Record(r) => d.record(*r, &title, &capture.id)?,
             Action::Say(line) => d.run.messages.push(line),
             Action::Send(req) => {
                 let answer = d.send(capture, &mut sim, &req);

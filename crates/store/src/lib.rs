@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0003_session_deletion.sql",
         sql: include_str!("../../../migrations/0003_session_deletion.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_redactions_capture_ids.sql",
+        sql: include_str!("../../../migrations/0004_redactions_capture_ids.sql"),
+    },
 ];
 
 /// The schema version this build writes.
@@ -60,11 +65,26 @@ pub struct Options {
     pub busy_timeout: Duration,
     /// Create the file (and its folder) when missing.
     pub create: bool,
+    /// Open for reading only: nothing in the file changes (no journal-mode switch, no identity
+    /// stamp). A file whose schema is older than this build's is still migrated first.
+    pub read_only: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { durability: Durability::Normal, busy_timeout: Duration::from_secs(30), create: true }
+        Options {
+            durability: Durability::Normal,
+            busy_timeout: Duration::from_secs(30),
+            create: true,
+            read_only: false,
+        }
+    }
+}
+
+impl Options {
+    /// Options for a command that only reads an existing file.
+    pub fn read_only() -> Options {
+        Options { create: false, read_only: true, ..Options::default() }
     }
 }
 
@@ -108,6 +128,20 @@ pub enum StoreError {
         /// The identity in the log's copy of page 1.
         wal_id: u32,
     },
+    /// The file is an SQLite database of another application: salvage does not touch it.
+    #[error("{path}: is another application's SQLite database ({detail}); salvage will not modify it (pass --db PATH for a salvage database)")]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+        /// What gave it away.
+        detail: String,
+    },
+    /// No file at the path (and creating was not allowed).
+    #[error("{path}: no such database")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file was migrated by a newer salvage.
     #[error("{path}: schema version {found} is newer than this build's {supported}; upgrade salvage to open this file")]
     NewerSchema {
@@ -149,14 +183,38 @@ impl Store {
     }
 
     /// Opens and migrates up to `target` (tests use this to build every earlier version).
+    ///
+    /// An existing file is inspected through a read-only connection first: a file of another
+    /// application, or of a newer salvage, is refused before anything in it changes.
     pub fn open_to(path: &Path, options: &Options, target: u32) -> Result<Store, StoreError> {
         let path = path.to_path_buf();
-        if options.create {
-            create_owner_only(&path)?;
-        }
         check_wal_identity(&path)?;
-        let flags =
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        let found = match inspect(&path)? {
+            Found::Missing if options.create => {
+                create_owner_only(&path)?;
+                0
+            }
+            Found::Missing => return Err(StoreError::Missing { path }),
+            Found::Empty => 0,
+            Found::Salvage(v) => v,
+        };
+        if found > latest_version() {
+            return Err(StoreError::NewerSchema { path, found, supported: latest_version() });
+        }
+        if options.read_only && found >= target {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = Connection::open_with_flags(&path, flags)
+                .map_err(|source| StoreError::Open { path: path.clone(), source })?;
+            let setting = |setting: &'static str| {
+                let path = path.clone();
+                move |source| StoreError::Setting { path, setting, source }
+            };
+            conn.busy_timeout(options.busy_timeout).map_err(setting("busy_timeout"))?;
+            rusqlite::vtab::array::load_module(&conn).map_err(setting("rarray"))?;
+            return Ok(Store { conn, path });
+        }
+        // A path is a path: no SQLite URI interpretation (`file:x.db` is a file of that name).
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&path, flags)
             .map_err(|source| StoreError::Open { path: path.clone(), source })?;
         let store = Store { conn, path };
@@ -212,6 +270,9 @@ impl Store {
         };
         self.conn.pragma_update(None, "synchronous", sync).map_err(setting("synchronous"))?;
         self.conn.pragma_update(None, "foreign_keys", "ON").map_err(setting("foreign_keys"))?;
+        // Deleted and overwritten content is zeroed, so a redacted secret does not linger in
+        // free pages of the file.
+        self.conn.pragma_update(None, "secure_delete", "ON").map_err(setting("secure_delete"))?;
         // `rarray(?)` lets readers fetch many rows by key in one statement.
         rusqlite::vtab::array::load_module(&self.conn).map_err(setting("rarray"))?;
         Ok(())
@@ -346,6 +407,86 @@ fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// What an existing path holds, found without writing to it.
+enum Found {
+    /// Nothing at the path.
+    Missing,
+    /// An empty file or a database without any schema (a new file).
+    Empty,
+    /// A salvage database at this schema version.
+    Salvage(u32),
+}
+
+/// Our first migration's table: every salvage database at version 1 or later has it.
+const MARKER_TABLE: &str = "ccr_blobs";
+
+/// Looks at an existing file through a read-only connection: a file that is not a database, a
+/// database of another application or one this build cannot read is refused here, before any
+/// connection that could write (switch the journal mode, add tables, stamp an identity) opens it.
+fn inspect(path: &Path) -> Result<Found, StoreError> {
+    if path.as_os_str() == ":memory:" {
+        return Ok(Found::Empty);
+    }
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Missing),
+        Err(source) => return Err(StoreError::Create { path: path.to_path_buf(), source }),
+    };
+    if !meta.is_file() {
+        return Err(StoreError::Foreign { path: path.to_path_buf(), detail: "not a regular file".into() });
+    }
+    if meta.len() == 0 {
+        return Ok(Found::Empty);
+    }
+    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
+    let mut header = [0u8; 16];
+    let mut f = std::fs::File::open(path)
+        .map_err(|source| StoreError::Create { path: path.to_path_buf(), source })?;
+    if std::io::Read::read_exact(&mut f, &mut header).is_err() || &header != b"SQLite format 3\0" {
+        return Err(open_err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
+            Some("file is not a database".into()),
+        )));
+    }
+    let conn =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(open_err)?;
+    let _ = conn.busy_timeout(Duration::from_secs(30));
+    // One read transaction: a migration committed by another process between the two reads
+    // would otherwise show tables without their version.
+    conn.execute_batch("BEGIN").map_err(open_err)?;
+    let version = user_version(&conn).map_err(open_err)?;
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect())
+        .map_err(open_err)?;
+    let _ = conn.execute_batch("COMMIT");
+    if version == 0 && names.is_empty() {
+        return Ok(Found::Empty);
+    }
+    if !names.iter().any(|n| n == MARKER_TABLE) {
+        let mut shown: Vec<&str> = names.iter().map(String::as_str).take(5).collect();
+        if names.len() > 5 {
+            shown.push("…");
+        }
+        return Err(StoreError::Foreign {
+            path: path.to_path_buf(),
+            detail: if names.is_empty() {
+                format!("schema version {version} without salvage's tables")
+            } else {
+                format!("tables {}", shown.join(", "))
+            },
+        });
+    }
+    if version == 0 {
+        return Err(StoreError::Foreign {
+            path: path.to_path_buf(),
+            detail: "a ccr_blobs table but no salvage schema version".into(),
+        });
+    }
+    Ok(Found::Salvage(version))
+}
+
 /// Creates the folder and an empty file readable by its owner only (SQLite gives the `-wal` and
 /// `-shm` files the same permissions).
 fn create_owner_only(path: &Path) -> Result<(), StoreError> {
@@ -354,7 +495,15 @@ fn create_owner_only(path: &Path) -> Result<(), StoreError> {
     }
     let err = |source| StoreError::Create { path: path.to_path_buf(), source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(err)?;
+        // New folders are the owner's only, whatever the umask.
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            b.mode(0o700);
+        }
+        b.create(dir).map_err(err)?;
     }
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create(true).truncate(false);

@@ -408,6 +408,22 @@ pub enum CaptureError {
         /// The ceiling.
         limit: u64,
     },
+    /// Not a regular file (a FIFO, a device…) and the caller did not allow one.
+    #[error("{file}: {kind}, not a regular file: salvage reads regular files only (a pipe or device needs --allow-special)")]
+    NotRegular {
+        /// The file.
+        file: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The JSON holds more values than a file of its size may (a JSON bomb).
+    #[error("{file}: more than {limit} JSON values for a file of this size: refused before parsing (a bomb of small values would exhaust memory)")]
+    TooManyValues {
+        /// The file.
+        file: String,
+        /// The ceiling.
+        limit: usize,
+    },
     /// The bytes are not UTF-8.
     #[error("{file}: invalid UTF-8 at byte {offset} (line {line})")]
     InvalidUtf8 {
@@ -461,7 +477,9 @@ impl CaptureError {
             | CaptureError::InvalidUtf8 { file, .. }
             | CaptureError::Syntax { file, .. }
             | CaptureError::UnknownFormat { file, .. }
-            | CaptureError::Field { file, .. } => file,
+            | CaptureError::Field { file, .. }
+            | CaptureError::NotRegular { file, .. }
+            | CaptureError::TooManyValues { file, .. } => file,
         }
     }
 }
@@ -509,11 +527,7 @@ pub fn read_capture_limited(path: &Path, max_bytes: u64) -> Result<Capture, Capt
 /// Reads a capture file under the given ceilings.
 pub fn read_capture_with(path: &Path, limits: &Limits) -> Result<Capture, CaptureError> {
     let file = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|source| CaptureError::Io { file: file.clone(), source })?;
-    if meta.len() > limits.max_file_bytes {
-        return Err(CaptureError::TooLarge { file, size: meta.len(), limit: limits.max_file_bytes });
-    }
-    let bytes = std::fs::read(path).map_err(|source| CaptureError::Io { file: file.clone(), source })?;
+    let bytes = crate::input::read_input(path, limits.max_file_bytes, false)?;
     parse_capture_with(&bytes, &file, limits)
 }
 
@@ -556,6 +570,7 @@ fn strip_position(msg: &str) -> String {
 /// Deserializes JSON bytes into `T`, reporting errors by file and JSON path.
 pub fn from_json_bytes<T: serde::de::DeserializeOwned>(bytes: &[u8], file: &str) -> Result<T, CaptureError> {
     check_utf8(bytes, file)?;
+    crate::input::check_json_shape(bytes, file)?;
     let mut de = serde_json::Deserializer::from_slice(bytes);
     // Deeply nested hostile input is refused by serde_json's recursion limit (128).
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(file, e))?;

@@ -19,6 +19,7 @@ pub mod ccr_key;
 pub mod class;
 pub mod config;
 pub mod event;
+pub mod input;
 pub mod message;
 pub mod names;
 pub mod timeline;

@@ -41,6 +41,9 @@ fn parse_arguments(text: &str) -> Value {
     if text.trim().is_empty() {
         return Value::Object(Map::new());
     }
+    if !crate::within_value_budget(text) {
+        return Value::String(text.to_string());
+    }
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 

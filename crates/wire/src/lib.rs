@@ -128,12 +128,18 @@ pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, Capt
         return read_session(source, bytes, file).map(|s| s.imported());
     }
     let value = parse_json(bytes, file)?;
+    let (_, used) = salvage_types::input::json_shape(bytes, usize::MAX);
+    VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(bytes.len()).saturating_sub(used)));
     import_value(source, &value, file)
 }
 
 /// Reads a client's session file: its steps as they happened, sidechains kept apart, and the
 /// accounting of every record. A request body source is refused (use [`import`]).
 pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session::Session, CaptureError> {
+    check_utf8(bytes, file)?;
+    salvage_types::input::check_json_shape(bytes, file)?;
+    let (_, used) = salvage_types::input::json_shape(bytes, usize::MAX);
+    VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(bytes.len()).saturating_sub(used)));
     let cx = Cx { file };
     match source {
         Source::ClaudeCode => claude_code::read(&cx, bytes),
@@ -292,6 +298,25 @@ pub(crate) fn kind(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// True when a JSON text (tool-call arguments inside a string) fits in what the current import
+/// may still build, which it then spends. The budget is [`salvage_types::input::max_values`] of
+/// the whole file, shared by every argument string: arguments past it (a JSON bomb of small
+/// objects inside a string) are kept as their text, which costs what the file does.
+pub(crate) fn within_value_budget(text: &str) -> bool {
+    let left = VALUE_BUDGET.with(|b| b.get());
+    let (depth, values) = salvage_types::input::json_shape(text.as_bytes(), left);
+    if values > left || depth > salvage_types::input::MAX_DEPTH {
+        return false;
+    }
+    VALUE_BUDGET.with(|b| b.set(left - values));
+    true
+}
+
+thread_local! {
+    /// JSON values the current import may still build from argument strings.
+    static VALUE_BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
 }
 
 /// Splits a `data:` URL into media type and base64 data.

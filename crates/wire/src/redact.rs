@@ -1,237 +1,490 @@
-//! Redaction of likely secrets in captures: API keys of the major providers, bearer tokens, AWS
-//! access keys, private key blocks and passwords in URLs. Each secret becomes a stable
-//! placeholder `[REDACTED:KIND:HASH8]` (the same secret gives the same placeholder, so a reader can
-//! still see that two places held the same value); counts are reported per kind.
+//! Redaction of likely secrets in everything a user or a file supplies: provider and platform
+//! tokens, cloud keys, private keys, credentials in URLs and headers, and secret-looking
+//! assignments in `.env`, YAML, JSON and config text.
+//!
+//! Each secret becomes a stable placeholder `[REDACTED:KIND:HASH8]` (the same secret gives the
+//! same placeholder, so a reader still sees that two places held the same value); counts are
+//! reported per kind. The rules are one table ([`RULES`]); the coverage follows the classes of
+//! public secret scanners (gitleaks' rule set was the reference), written afresh here.
+//!
+//! Decisions a reader must know:
+//! - A rule names the capture group that is the secret; boundary checks around the match are
+//!   done in code (the `regex` crate has no look-around), so a key right after `_` is found while
+//!   `task-…` never reads as an `sk-` key.
+//! - Placeholders, not secrets, are left alone: `${var.x}`, `$VAR`, `<your-key>`, `{{ x }}`,
+//!   `xxxx`/`****`, and values that name themselves as examples. The AWS documentation's example
+//!   keys (`AKIAIOSFODNN7EXAMPLE`, `wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`, anything ending in
+//!   `EXAMPLE`) are published, so they are not redacted; real AWS keys never end that way.
+//! - Base64 images (`data:…;base64,…` and `data` fields beside a `media_type`) are skipped: their
+//!   payload is binary, and scanning it would only find look-alikes.
+//! - Structured values are walked string by string ([`redact_value`]), so JSON stays valid and
+//!   every field (titles, settings, a message's provider shape) is covered.
 
+use regex::{Regex, RegexSet};
 use salvage_types::Message;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 /// Secrets replaced, by kind.
 pub type Counts = BTreeMap<String, u64>;
 
-const PREFIXES: &[(&str, &str)] = &[
-    ("sk-ant-", "anthropic_key"),
-    ("sk-proj-", "openai_key"),
-    ("sk-", "openai_key"),
-    ("xai-", "xai_key"),
-    ("gsk_", "groq_key"),
-    ("AIza", "google_key"),
-    ("github_pat_", "github_token"),
-    ("ghp_", "github_token"),
-    ("glpat-", "gitlab_token"),
-    ("xoxb-", "slack_token"),
+/// Which characters must not touch a match on one side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// Anything may.
+    Any,
+    /// No letter or digit (`_`, `-`, punctuation and space may): keeps `risk-…` from reading as
+    /// `sk-…` while finding `MY_TOKEN_ghp_…`.
+    NotAlnum,
+}
+
+/// One detection rule.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// The kind named in the placeholder and the counts.
+    pub kind: &'static str,
+    /// The pattern (`regex` crate syntax).
+    pub pattern: &'static str,
+    /// The capture group that is the secret (0: the whole match).
+    pub group: usize,
+    /// Left edge of the whole match.
+    pub left: Edge,
+    /// Right edge of the whole match.
+    pub right: Edge,
+    /// Values that must look like secrets (assignment rules whose key names a secret but whose
+    /// value may be prose or a placeholder).
+    pub value_check: bool,
+}
+
+const fn rule(kind: &'static str, pattern: &'static str) -> Rule {
+    Rule { kind, pattern, group: 0, left: Edge::NotAlnum, right: Edge::Any, value_check: false }
+}
+
+const fn bounded(kind: &'static str, pattern: &'static str) -> Rule {
+    Rule { kind, pattern, group: 0, left: Edge::NotAlnum, right: Edge::NotAlnum, value_check: false }
+}
+
+const fn keyed(kind: &'static str, pattern: &'static str) -> Rule {
+    Rule { kind, pattern, group: 1, left: Edge::Any, right: Edge::Any, value_check: true }
+}
+
+const fn field(kind: &'static str, pattern: &'static str) -> Rule {
+    Rule { kind, pattern, group: 1, left: Edge::Any, right: Edge::Any, value_check: false }
+}
+
+/// The rule table, applied in order (more specific rules first, so `sk-ant-` is an Anthropic key
+/// before the generic `sk-` rule sees it). Private key blocks are handled before the table.
+pub const RULES: &[Rule] = &[
+    // AI providers.
+    rule("anthropic_key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    rule("openai_key", r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"),
+    rule("openai_key", r"sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
+    rule("openai_key", r"sk-[A-Za-z0-9]{32,}"),
+    rule("xai_key", r"xai-[A-Za-z0-9]{20,}"),
+    rule("groq_key", r"gsk_[A-Za-z0-9]{20,}"),
+    rule("huggingface_token", r"(?:hf_|api_org_)[A-Za-z0-9]{30,}"),
+    rule("replicate_token", r"r8_[A-Za-z0-9]{37,}"),
+    rule("google_api_key", r"AIza[0-9A-Za-z_-]{30,}"),
+    rule("google_oauth_secret", r"GOCSPX-[A-Za-z0-9_-]{28}"),
+    rule("google_oauth_token", r"ya29\.[0-9A-Za-z_-]{20,}"),
+    // Code hosting and package registries.
+    Rule { left: Edge::Any, ..rule("github_pat", r"ghp_[A-Za-z0-9]{36,}") },
+    Rule { left: Edge::Any, ..rule("github_oauth", r"gho_[A-Za-z0-9]{36,}") },
+    Rule { left: Edge::Any, ..rule("github_user_token", r"ghu_[A-Za-z0-9]{36,}") },
+    Rule { left: Edge::Any, ..rule("github_server_token", r"ghs_[A-Za-z0-9]{36,}") },
+    Rule { left: Edge::Any, ..rule("github_refresh_token", r"ghr_[A-Za-z0-9]{36,}") },
+    Rule { left: Edge::Any, ..rule("github_fine_grained_pat", r"github_pat_[A-Za-z0-9_]{40,}") },
+    rule("gitlab_token", r"gl(?:pat|dt|ptt|rt|oas)-[A-Za-z0-9_-]{20,}"),
+    rule("npm_token", r"npm_[A-Za-z0-9]{36,}"),
+    rule("pypi_token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}"),
+    // Chat and messaging.
+    rule("slack_bot_token", r"xoxb-[0-9A-Za-z-]{20,}"),
+    rule("slack_user_token", r"xox[pesar]-[0-9A-Za-z-]{20,}"),
+    rule("slack_app_token", r"xapp-[0-9A-Za-z-]{20,}"),
+    rule("slack_webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,}"),
+    rule("discord_webhook", r"discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{50,}"),
+    bounded("discord_bot_token", r"[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}"),
+    bounded("telegram_bot_token", r"[0-9]{8,10}:AA[A-Za-z0-9_-]{33}"),
+    bounded("twilio_api_key", r"SK[0-9a-f]{32}"),
+    rule("sendgrid_key", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    bounded("mailgun_key", r"key-[0-9a-f]{32}"),
+    bounded("mailchimp_key", r"[0-9a-f]{32}-us[0-9]{1,2}"),
+    // Payments and commerce.
+    rule("stripe_secret_key", r"sk_(?:live|test|prod)_[A-Za-z0-9]{20,}"),
+    rule("stripe_restricted_key", r"rk_(?:live|test|prod)_[A-Za-z0-9]{20,}"),
+    rule("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    rule("square_token", r"sq0(?:atp|csp)-[0-9A-Za-z_-]{22,}"),
+    // Cloud and infrastructure.
+    bounded("aws_access_key", r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"),
+    Rule {
+        right: Edge::NotAlnum,
+        ..field(
+            "aws_secret_key",
+            r#"(?i)aws.{0,24}?(?:secret|sk|private)[a-z_ -]{0,20}["']?\s*[:=]+\s*["']?([A-Za-z0-9/+]{40})"#,
+        )
+    },
+    field("gcp_private_key_id", r#""private_key_id"\s*:\s*"([a-f0-9]{40})""#),
+    field("gcp_service_account_key", r#""private_key"\s*:\s*"([^"]{40,})""#),
+    field("azure_storage_key", r"(?i)AccountKey=([A-Za-z0-9+/]{86}==)"),
+    field("azure_sas_signature", r"[?&]sig=([A-Za-z0-9%+/=]{30,})"),
+    rule("digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}"),
+    bounded("databricks_token", r"dapi[a-f0-9]{32}(?:-[0-9])?"),
+    rule("vault_token", r"hv[sb]\.[A-Za-z0-9_-]{24,}"),
+    rule("pulumi_token", r"pul-[a-f0-9]{40}"),
+    rule("grafana_token", r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})"),
+    rule("sentry_token", r"sntry[su]_[A-Za-z0-9+/=_]{40,}"),
+    rule("flyio_token", r"fo1_[A-Za-z0-9_-]{40,}"),
+    rule("doppler_token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    rule("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+    rule("newrelic_key", r"NR(?:AK|AA|II)-[A-Za-z0-9]{27}"),
+    rule("linear_key", r"lin_api_[A-Za-z0-9]{40}"),
+    rule("atlassian_token", r"ATATT3[A-Za-z0-9_=-]{100,}"),
+    rule("planetscale_token", r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,}"),
+    rule("age_secret_key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    rule("dropbox_token", r"sl\.[A-Za-z0-9_-]{100,}"),
+    rule("facebook_token", r"EAA[MC][A-Za-z0-9]{100,}"),
+    rule("heroku_key", r"HRKU-[A-Za-z0-9_-]{40,}"),
+    // Generic shapes.
+    rule("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    field("basic_auth", r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})"),
+    field("bearer_token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})"),
+    keyed(
+        "api_key_header",
+        r#"(?i)\b(?:x-api-key|api-key|x-auth-token|x-goog-api-key|x-access-token|ocp-apim-subscription-key|private-token)["']?\s*[:=]\s*["']?([^\s"',;]{8,})"#,
+    ),
+    field("url_password", r"[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:([^\s@]+)@[A-Za-z0-9\[]"),
+    keyed(
+        "url_query_secret",
+        r"[?&](?:access_token|api_key|apikey|token|secret|password|client_secret)=([^&\s#]{8,})",
+    ),
+    keyed(
+        "json_secret_field",
+        r#"(?i)"[a-z0-9_.-]*(?:password|passwd|secret|token|api_?key|apikey|access_?key|private_?key|credentials?)"\s*:\s*"([^"]{4,})""#,
+    ),
+    keyed(
+        "env_secret",
+        r#"(?i)(?:^|[^A-Za-z0-9])(?:export\s+)?[A-Z0-9_.-]*(?:password|passwd|pwd|secret|token|api_?key|apikey|access_?key|private_?key|auth_?key|credentials?)[A-Z0-9_.-]*\s*=\s*["']?([^\s"'`;&|]{4,})"#,
+    ),
+    keyed(
+        "yaml_secret",
+        r#"(?im)^[ \t-]*["']?[A-Za-z0-9_.-]*(?:password|passwd|secret|token|api_?key|apikey|access_?key|private_?key)[A-Za-z0-9_.-]*["']?[ \t]*:[ \t]*["']?([^\s"'#]{4,})"#,
+    ),
 ];
+
+struct Compiled {
+    set: RegexSet,
+    rules: Vec<(Rule, Regex)>,
+    pem_header: Regex,
+    data_url: Regex,
+}
+
+static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(|| {
+    let rules: Vec<(Rule, Regex)> =
+        RULES.iter().map(|r| Regex::new(r.pattern).map(|re| (*r, re))).collect::<Result<_, _>>().ok()?;
+    Some(Compiled {
+        set: RegexSet::new(RULES.iter().map(|r| r.pattern)).ok()?,
+        rules,
+        pem_header: Regex::new(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----").ok()?,
+        data_url: Regex::new(r"data:[A-Za-z0-9/+.-]+;base64,[A-Za-z0-9+/=]+").ok()?,
+    })
+});
 
 fn placeholder(kind: &str, secret: &str) -> String {
     let h = blake3::hash(secret.as_bytes()).to_hex();
     format!("[REDACTED:{kind}:{}]", &h[..8])
 }
 
-fn token_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
-}
-
-fn boundary_before(s: &[u8], i: usize) -> bool {
-    i == 0 || !token_char(s[i - 1])
-}
-
-/// Redacts one text.
-pub fn redact_text(text: &str, counts: &mut Counts) -> String {
-    let mut out = redact_pem(text, counts);
-    out = redact_prefixed(&out, counts);
-    out = redact_aws(&out, counts);
-    out = redact_bearer(&out, counts);
-    redact_url_passwords(&out, counts)
-}
-
 fn bump(counts: &mut Counts, kind: &str) {
     *counts.entry(kind.to_string()).or_insert(0) += 1;
 }
 
-fn redact_pem(text: &str, counts: &mut Counts) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("-----BEGIN ") {
-        let after = &rest[i..];
-        let Some(hdr_end) = after[11..].find("-----").map(|j| j + 11 + 5) else { break };
-        if !after[..hdr_end].contains("PRIVATE KEY") {
-            out.push_str(&rest[..i + hdr_end]);
-            rest = &rest[i + hdr_end..];
-            continue;
-        }
-        let Some(end) = after[hdr_end..].find("-----END ") else { break };
-        let tail = &after[hdr_end + end + 9..];
-        let close = tail.find("-----").map(|j| hdr_end + end + 9 + j + 5).unwrap_or(after.len());
-        out.push_str(&rest[..i]);
-        out.push_str(&placeholder("private_key", &after[..close]));
-        bump(counts, "private_key");
-        rest = &after[close..];
-    }
-    out.push_str(rest);
-    out
+fn alnum_at(text: &str, i: usize, before: bool) -> bool {
+    let c = if before { text[..i].chars().next_back() } else { text[i..].chars().next() };
+    c.is_some_and(|c| c.is_ascii_alphanumeric())
 }
 
-fn redact_prefixed(text: &str, counts: &mut Counts) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let mut last = 0;
-    while i < b.len() {
-        let mut hit = None;
-        if boundary_before(b, i) {
-            for (p, kind) in PREFIXES {
-                if b[i..].starts_with(p.as_bytes()) {
-                    let mut j = i + p.len();
-                    while j < b.len() && token_char(b[j]) {
-                        j += 1;
-                    }
-                    if j - i - p.len() >= 20 {
-                        hit = Some((j, *kind));
-                    }
-                    break;
-                }
-            }
-        }
-        match hit {
-            Some((j, kind)) => {
-                out.push_str(&text[last..i]);
-                out.push_str(&placeholder(kind, &text[i..j]));
-                bump(counts, kind);
-                i = j;
-                last = j;
-            }
-            None => i += 1,
-        }
-    }
-    out.push_str(&text[last..]);
-    out
+/// True for a value that is a placeholder or prose rather than a credential: `${var.x}`,
+/// `$VAR`, `<your-key>`, `{{ x }}`, `%(x)s`, masks, examples, booleans and empty-ish words.
+pub fn is_placeholder(v: &str) -> bool {
+    let l = v.to_ascii_lowercase();
+    let masked = v.len() >= 3 && v.chars().all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '#' | '-' | '_'));
+    v.starts_with('$')
+        || v.starts_with('<')
+        || v.starts_with("{{")
+        || v.starts_with("%(")
+        || v.starts_with("[REDACTED")
+        || v.starts_with("process.env")
+        || v.starts_with("os.environ")
+        || masked
+        || l.ends_with("example")
+        || l.contains("example_")
+        || l.contains("your_")
+        || l.contains("your-")
+        || l.contains("placeholder")
+        || l.contains("changeme")
+        || l.contains("redacted")
+        || matches!(
+            l.as_str(),
+            "true" | "false" | "null" | "none" | "required" | "optional" | "string" | "undefined"
+        )
 }
 
-fn redact_aws(text: &str, counts: &mut Counts) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let (mut i, mut last) = (0, 0);
-    while i + 20 <= b.len() {
-        let starts = (b[i..].starts_with(b"AKIA") || b[i..].starts_with(b"ASIA")) && boundary_before(b, i);
-        let body_ok = starts && b[i + 4..i + 20].iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-        let end_ok = body_ok && (i + 20 == b.len() || !token_char(b[i + 20]));
-        if end_ok {
-            out.push_str(&text[last..i]);
-            out.push_str(&placeholder("aws_access_key", &text[i..i + 20]));
-            bump(counts, "aws_access_key");
-            i += 20;
-            last = i;
-        } else {
-            i += 1;
-        }
+/// A value after a secret-naming key that looks like a credential: no placeholder, at least
+/// 6 characters, and not a plain lowercase word (prose such as `token: the next one`).
+fn secretish(v: &str) -> bool {
+    let v = v.trim_end_matches([',', '.', ')', ']', '}']);
+    if v.len() < 6 || is_placeholder(v) {
+        return false;
     }
-    out.push_str(&text[last..]);
-    out
+    let lower_word = v.chars().all(|c| c.is_ascii_lowercase() || c == '-' || c == '_');
+    !lower_word
 }
 
-fn redact_bearer(text: &str, counts: &mut Counts) -> String {
-    let lower = text.to_ascii_lowercase();
-    let b = text.as_bytes();
+/// Private key blocks: the header names a private key; the block runs to its END line, or, when
+/// that is missing, over the base64 body that follows (real newlines or `\n` escapes). A header
+/// that is only mentioned ("grep -----BEGIN") is not a block and does not hide a later key.
+fn redact_pem(c: &Compiled, text: &str, counts: &mut Counts) -> String {
+    if !text.contains("-----BEGIN ") {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     let mut from = 0;
-    while let Some(k) = lower[from..].find("bearer ") {
-        let start = from + k + 7;
-        let mut j = start;
-        while j < b.len() && (token_char(b[j]) || b".~+/=".contains(&b[j])) {
-            j += 1;
+    while let Some(m) = c.pem_header.find_at(text, from) {
+        let start = m.start();
+        let body_start = m.end();
+        let end = match text[body_start..].find("-----END ") {
+            Some(j) => {
+                let tail = body_start + j + 9;
+                match text[tail..].find("-----") {
+                    Some(k) if k <= 40 => tail + k + 5,
+                    _ => tail,
+                }
+            }
+            None => {
+                let mut e = body_start;
+                let b = text.as_bytes();
+                while e < b.len() {
+                    let ch = b[e];
+                    if ch.is_ascii_alphanumeric() || b"+/=\r\n\t :,-".contains(&ch) {
+                        e += 1;
+                    } else if ch == b'\\' && matches!(b.get(e + 1), Some(b'n' | b'r' | b't')) {
+                        e += 2;
+                    } else {
+                        break;
+                    }
+                }
+                e
+            }
+        };
+        out.push_str(&text[last..start]);
+        out.push_str(&placeholder("private_key", &text[start..end]));
+        bump(counts, "private_key");
+        last = end;
+        from = end.max(start + 1);
+        if from >= text.len() {
+            break;
         }
-        if j - start >= 16 && !text[start..j].starts_with("[REDACTED") {
-            out.push_str(&text[last..start]);
-            out.push_str(&placeholder("bearer_token", &text[start..j]));
-            bump(counts, "bearer_token");
-            last = j;
-        }
-        from = j.max(start);
     }
     out.push_str(&text[last..]);
     out
 }
 
-fn redact_url_passwords(text: &str, counts: &mut Counts) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let auth_start = i + 3;
-        let after = &rest[auth_start..];
-        let end = after
-            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'')
-            .unwrap_or(after.len());
-        let authority = &after[..end];
-        match (authority.rfind('@'), authority.find(':')) {
-            (Some(at), Some(colon))
-                if colon < at
-                    && colon > 0
-                    && at > colon + 1
-                    && !authority[colon + 1..at].starts_with("[REDACTED") =>
-            {
-                let pass = &authority[colon + 1..at];
-                out.push_str(&rest[..auth_start + colon + 1]);
-                out.push_str(&placeholder("url_password", pass));
-                bump(counts, "url_password");
-                rest = &rest[auth_start + at..];
+/// Applies one rule to `text`, returning the new text when something was replaced.
+fn apply(rule: &Rule, re: &Regex, text: &str, counts: &mut Counts) -> Option<String> {
+    let mut out = String::new();
+    let mut last = 0;
+    let mut at = 0;
+    let mut changed = false;
+    while at <= text.len() {
+        let Some(caps) = re.captures_at(text, at) else { break };
+        let Some(whole) = caps.get(0) else { break };
+        let next = |i: usize| text[i..].chars().next().map_or(i + 1, |c| i + c.len_utf8());
+        let left_ok = rule.left == Edge::Any || !alnum_at(text, whole.start(), true);
+        let right_ok = rule.right == Edge::Any || !alnum_at(text, whole.end(), false);
+        let secret = caps.get(rule.group);
+        let ok = left_ok
+            && right_ok
+            && secret.is_some_and(|s| {
+                let v = s.as_str();
+                !v.starts_with("[REDACTED")
+                    && !v.ends_with("EXAMPLE")
+                    && !v.ends_with("EXAMPLEKEY")
+                    && (!rule.value_check || secretish(v))
+            });
+        match (ok, secret) {
+            (true, Some(s)) => {
+                let v = s.as_str().trim_end_matches([',', '.', ')', ']', '}']);
+                let end = s.start() + v.len();
+                out.push_str(&text[last..s.start()]);
+                out.push_str(&placeholder(rule.kind, v));
+                bump(counts, rule.kind);
+                last = end;
+                changed = true;
+                at = if whole.end() > whole.start() { whole.end().max(end) } else { next(whole.start()) };
             }
-            _ => {
-                out.push_str(&rest[..auth_start]);
-                rest = &rest[auth_start..];
-            }
+            _ => at = next(whole.start()),
         }
     }
-    out.push_str(rest);
-    out
+    changed.then(|| {
+        out.push_str(&text[last..]);
+        out
+    })
 }
 
-fn redact_value(v: &mut Value, counts: &mut Counts) {
+/// Redacts one text: private key blocks, then every rule of the table. Base64 data URLs are
+/// left as they are.
+pub fn redact_text(text: &str, counts: &mut Counts) -> String {
+    let Some(c) = COMPILED.as_ref() else { return text.to_string() };
+    if text.contains(";base64,") {
+        // Redact the gaps between data URLs only.
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for m in c.data_url.find_iter(text) {
+            out.push_str(&redact_plain(c, &text[last..m.start()], counts));
+            out.push_str(m.as_str());
+            last = m.end();
+        }
+        out.push_str(&redact_plain(c, &text[last..], counts));
+        return out;
+    }
+    redact_plain(c, text, counts)
+}
+
+fn redact_plain(c: &Compiled, text: &str, counts: &mut Counts) -> String {
+    if text.len() < 8 {
+        return text.to_string();
+    }
+    let mut cur = redact_pem(c, text, counts);
+    let hits: Vec<usize> = c.set.matches(&cur).into_iter().collect();
+    for i in hits {
+        let (rule, re) = &c.rules[i];
+        if let Some(next) = apply(rule, re, &cur, counts) {
+            cur = next;
+        }
+    }
+    cur
+}
+
+/// Redacts every string inside a JSON value (keys stay), skipping base64 image payloads (a
+/// `data` field beside a `media_type`).
+pub fn redact_value(v: &mut Value, counts: &mut Counts) {
     match v {
-        Value::String(s) => *s = redact_text(s, counts),
+        Value::String(s) => {
+            let r = redact_text(s, counts);
+            if r != *s {
+                *s = r;
+            }
+        }
         Value::Array(a) => a.iter_mut().for_each(|x| redact_value(x, counts)),
-        Value::Object(o) => o.values_mut().for_each(|x| redact_value(x, counts)),
+        Value::Object(o) => {
+            let image = o.get("type").and_then(Value::as_str) == Some("base64")
+                || o.get("media_type").and_then(Value::as_str).is_some_and(|m| m.starts_with("image/"));
+            for (k, x) in o.iter_mut() {
+                if image && k == "data" {
+                    continue;
+                }
+                redact_value(x, counts);
+            }
+        }
         _ => {}
     }
 }
 
-/// Redacts every message: content (text slot by text slot, so the provider template still
-/// splits it), system parts, tool-call arguments and the blocks its `wire` carries.
-pub fn redact_history(history: &mut [Message], counts: &mut Counts) {
-    for m in history {
-        crate::shape::map_segments(m, |seg| redact_text(seg, counts));
-        for p in &mut m.system_parts {
-            p.text = redact_text(&p.text, counts);
+/// Redacts one message: content, system parts, tool-call names, ids and arguments, image URLs,
+/// error codes and the provider's own shape of the message (`wire`). Image data is binary and is
+/// left alone.
+pub fn redact_message(m: &mut Message, counts: &mut Counts) {
+    // Text slot by text slot, so the provider template still splits the content.
+    crate::shape::map_segments(m, |seg| redact_text(seg, counts));
+    for p in &mut m.system_parts {
+        p.text = redact_text(&p.text, counts);
+    }
+    for c in &mut m.tool_calls {
+        c.name = redact_text(&c.name, counts);
+        c.id = redact_text(&c.id, counts);
+        redact_value(&mut c.arguments, counts);
+    }
+    if let Some(id) = &m.tool_call_id {
+        m.tool_call_id = Some(redact_text(id, counts));
+    }
+    for i in &mut m.images {
+        if let Some(u) = &i.url {
+            i.url = Some(redact_text(u, counts));
         }
-        for c in &mut m.tool_calls {
-            redact_value(&mut c.arguments, counts);
-        }
-        if let Some(w) = &mut m.wire {
-            redact_value(w, counts);
-        }
+    }
+    if let Some(e) = &m.error_code {
+        m.error_code = Some(redact_text(e, counts));
+    }
+    if let Some(w) = &mut m.wire {
+        redact_value(w, counts);
     }
 }
 
-/// Redacts a capture: its history, the request's other fields, failure text and settings
-/// values. When anything in the history or the fields was replaced, `request.bytes` becomes the
-/// size of the redacted body (what a replay of this capture sends).
+/// Redacts every message of a history.
+pub fn redact_history(history: &mut [Message], counts: &mut Counts) {
+    for m in history {
+        redact_message(m, counts);
+    }
+}
+
+/// Redacts a capture: every string a user or a file supplied (id, title, provider, model,
+/// settings, the request's other fields, the history, the failure, the upstream and recorded
+/// outputs). The capture is walked as JSON, so a field added later is covered too.
 pub fn redact_capture(c: &mut salvage_types::Capture) -> Counts {
     let mut counts = Counts::new();
-    redact_history(&mut c.history, &mut counts);
-    if let Some(r) = &mut c.request {
-        for v in r.fields.values_mut() {
-            redact_value(v, &mut counts);
+    let history = std::mem::take(&mut c.history);
+    let mut rest = match serde_json::to_value(&*c) {
+        Ok(v) => v,
+        Err(_) => {
+            c.history = history;
+            redact_history(&mut c.history, &mut counts);
+            return counts;
         }
+    };
+    c.history = history;
+    redact_history(&mut c.history, &mut counts);
+    let mut sub = Counts::new();
+    redact_value(&mut rest, &mut sub);
+    if !sub.is_empty() {
+        if let Value::Object(o) = &mut rest {
+            o.insert("history".into(), Value::Array(Vec::new()));
+        }
+        if let Ok(mut back) = serde_json::from_value::<salvage_types::Capture>(rest) {
+            back.history = std::mem::take(&mut c.history);
+            *c = back;
+            for (k, n) in sub {
+                *counts.entry(k).or_insert(0) += n;
+            }
+        }
+    }
+    // The body as sent changed: a replay of this capture sends the redacted one.
+    if let Some(r) = &mut c.request {
         if !counts.is_empty() && r.bytes.is_some() {
             r.bytes = Some(crate::request_bytes(r, &c.history));
         }
     }
-    c.failure.message = redact_text(&c.failure.message, &mut counts);
-    if let Some(t) = &c.failure.transport {
-        c.failure.transport = Some(redact_text(t, &mut counts));
-    }
     counts
+}
+
+/// Redacts one line of JSON (a JSONL export) as a value, so the line stays valid JSON; a line
+/// that is not JSON is redacted as text.
+pub fn redact_json_line(line: &str, counts: &mut Counts) -> String {
+    match serde_json::from_str::<Value>(line) {
+        Ok(mut v) => {
+            let mut sub = Counts::new();
+            redact_value(&mut v, &mut sub);
+            if sub.is_empty() {
+                return line.to_string();
+            }
+            for (k, n) in sub {
+                *counts.entry(k).or_insert(0) += n;
+            }
+            serde_json::to_string(&v).unwrap_or_else(|_| redact_text(line, counts))
+        }
+        Err(_) => redact_text(line, counts),
+    }
 }
 
 /// `3 secrets (2 openai_key, 1 aws_access_key)`.
@@ -249,9 +502,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_rule_compiles() {
+        assert!(COMPILED.is_some());
+        for r in RULES {
+            assert!(Regex::new(r.pattern).is_ok(), "{}", r.kind);
+        }
+    }
+
+    #[test]
     fn every_kind_is_replaced_with_a_stable_placeholder() {
         let text = "key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx and again sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx\n\
-            openai sk-proj-1234567890abcdefghijABCD, aws AKIAIOSFODNN7EXAMPLE, google AIzaSyA1234567890abcdefghijklmnopqrstu\n\
+            openai sk-proj-1234567890abcdefghijABCD, aws AKIAZ3MDNB2QYX7TKPLE, google AIzaSyA1234567890abcdefghijklmnopqrstu\n\
             Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig\n\
             db postgres://admin:hunter2secret@db.internal:5432/app\n\
             -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\nend";
@@ -260,7 +521,7 @@ mod tests {
         for secret in [
             "AbCdEfGhIjKlMnOpQrStUvWx",
             "1234567890abcdefghijABCD",
-            "AKIAIOSFODNN7EXAMPLE",
+            "AKIAZ3MDNB2QYX7TKPLE",
             "AIzaSyA1234567890",
             "eyJhbGciOiJIUzI1NiJ9",
             "hunter2secret",
@@ -269,7 +530,8 @@ mod tests {
             assert!(!out.contains(secret), "{secret} leaked: {out}");
         }
         assert_eq!(counts["anthropic_key"], 2);
-        for k in ["openai_key", "aws_access_key", "google_key", "bearer_token", "url_password", "private_key"]
+        for k in
+            ["openai_key", "aws_access_key", "google_api_key", "bearer_token", "url_password", "private_key"]
         {
             assert_eq!(counts[k], 1, "{k}: {out}");
         }
@@ -281,7 +543,44 @@ mod tests {
         let mut again = Counts::new();
         assert_eq!(redact_text(&out, &mut again), out);
         assert!(again.is_empty(), "{again:?}");
-        let plain = "sk-short AKIA123 https://example.com/a:b@c the task-runner_name";
+        let plain = "sk-short AKIA123 https://example.com/a:b@c the task-runner_name risk-assessment-document-template-v2";
         assert_eq!(redact_text(plain, &mut Counts::new()), plain);
+    }
+
+    #[test]
+    fn hard_cases() {
+        let cases = [
+            ("redis://:pa/ss%2Fw0rd@cache:6379/0", "pa/ss%2Fw0rd"),
+            ("MY_TOKEN_ghp_abcdefghijklmnopqrstuvwxyz0123456789AB", "ghp_abcdefghij"),
+            ("see -----BEGIN in the docs; -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7", "MIIEvQIBADANBgkq"),
+            ("{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nabc\"}", "MIIEvQIBADANBgkq"),
+            ("DB_PASSWORD=s3cr3t-Passw0rd", "s3cr3t-Passw0rd"),
+            ("password: Sup3rS3cret!", "Sup3rS3cret!"),
+        ];
+        for (text, secret) in cases {
+            let mut c = Counts::new();
+            let out = redact_text(text, &mut c);
+            assert!(!out.contains(secret), "{secret} survived in {out}");
+        }
+    }
+
+    #[test]
+    fn look_alikes_are_left_alone() {
+        for text in [
+            "password = \"${var.db_password}\"",
+            "export API_KEY=$API_KEY",
+            "token: <your-token-here>",
+            "aws key AKIAIOSFODNN7EXAMPLE from the docs",
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "request 550e8400-e29b-41d4-a716-446655440000 failed",
+            "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+            "![img](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==)",
+            "the token: next one please",
+            "secret_santa = true",
+            "?author=JaneDoe42&page=2",
+        ] {
+            let mut c = Counts::new();
+            assert_eq!(redact_text(text, &mut c), text, "{c:?}");
+        }
     }
 }

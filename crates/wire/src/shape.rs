@@ -476,6 +476,9 @@ pub(crate) fn arguments_string(args: &Value, fmt: Option<&str>) -> String {
 /// Python's `json.dumps` form, of what it parses to (so it is rebuilt byte for byte; the style is
 /// returned for the call slot's `$fmt`), else kept as the string.
 pub(crate) fn arguments_from_string(raw: &str) -> (Value, Option<&'static str>) {
+    if !crate::within_value_budget(raw) {
+        return (Value::String(raw.to_string()), None);
+    }
     match serde_json::from_str::<Value>(raw) {
         Ok(v) if v.is_object() => {
             let compact = v.to_string();

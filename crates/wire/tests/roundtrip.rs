@@ -448,7 +448,7 @@ fn redaction_keeps_the_round_trip() {
         "messages": [
             {"role": "user", "content": [
                 {"type": "text", "text": "first part, key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx"},
-                {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "AKIAIOSFODNN7EXAMPLE"}},
+                {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "AKIAZ3MDNB2QYX7TKPLE"}},
                 {"type": "text", "text": "second part"}
             ]}
         ]
@@ -476,7 +476,7 @@ fn redaction_keeps_the_round_trip() {
     let req = c.request.as_ref().unwrap();
     let rebuilt = request_body(req, &c.history);
     let text = rebuilt.to_string();
-    assert!(!text.contains("AbCdEfGh") && !text.contains("AKIAIOSFODNN7EXAMPLE"), "{text}");
+    assert!(!text.contains("AbCdEfGh") && !text.contains("AKIAZ3MDNB2QYX7TKPLE"), "{text}");
     // Still one text block per original block, and the size matches.
     let blocks = rebuilt["messages"][0]["content"].as_array().unwrap();
     assert_eq!(blocks.len(), 3);

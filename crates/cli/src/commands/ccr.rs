@@ -67,7 +67,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
     let clock = SystemClock;
     match args.command {
         Sub::Stats { json } => {
-            let store = args.db.open_existing()?;
+            let store = args.db.open_read()?;
             let ccr = Ccr::new(store.conn(), &clock);
             let s = ccr.stats().map_err(|e| Failure::Problem(e.to_string()))?;
             if json {
@@ -87,7 +87,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             Ok(())
         }
         Sub::Verify { json } => {
-            let store = args.db.open_existing()?;
+            let store = args.db.open_read()?;
             let ccr = Ccr::new(store.conn(), &clock);
             let r = ccr.verify().map_err(|e| Failure::Problem(e.to_string()))?;
             if json {
@@ -171,7 +171,11 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
         Sub::Redact { key } => {
             let keys = salvage_ccr::recall::extract_keys(&key);
             let [k] = keys.as_slice() else {
-                return Err(Failure::Input(format!("{key:?}: {}", salvage_ccr::recall::MALFORMED)));
+                return Err(Failure::Input(format!(
+                    "{}: {}",
+                    crate::terminal::escape(&key),
+                    salvage_ccr::recall::MALFORMED
+                )));
             };
             let store = args.db.open_existing()?;
             let full =
@@ -188,6 +192,15 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 let id = format!("redact-{}-{s}-{}", full.short(), now.timestamp_nanos_opt().unwrap_or(0));
                 j.append(s, None, vec![salvage_journal::NewEvent::new(id, now, body)])
                     .map_err(|e| Failure::Problem(e.to_string()))?;
+            }
+            // secure_delete zeroed the old pages; a checkpoint copies them over the file and
+            // truncates the write-ahead log, which still holds the old page images.
+            let busy: i64 = j
+                .conn()
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+                .map_err(|e| Failure::Problem(format!("checkpoint: {e}")))?;
+            if busy != 0 {
+                eprintln!("warning: another process holds the database open: the old bytes leave the write-ahead log at its next checkpoint");
             }
             out.line(&format!(
                 "redacted ccr:{} (key kept; recorded in {} journal session(s))",

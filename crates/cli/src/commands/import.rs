@@ -93,6 +93,9 @@ pub struct Args {
     /// default each is replaced with a stable `[REDACTED:KIND:HASH]` placeholder.
     #[arg(long)]
     no_redact: bool,
+    /// Read FILE even when it is a pipe or a device (still bounded by SALVAGE_MAX_CAPTURE).
+    #[arg(long)]
+    allow_special: bool,
 }
 
 fn reason_phrase(status: u16) -> &'static str {
@@ -185,16 +188,17 @@ fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> 
 
 /// Runs the command.
 pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
-    let (bytes, name) = if args.file.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-            .map_err(|e| Failure::input(format!("<stdin>: cannot read: {e}")))?;
-        (b, "<stdin>".to_string())
-    } else {
-        let name = args.file.display().to_string();
-        let b = std::fs::read(&args.file).map_err(|e| Failure::input(format!("{name}: cannot read: {e}")))?;
-        (b, name)
-    };
+    // The capture ceiling bounds the body while it is read (SALVAGE_MAX_CAPTURE).
+    let limit = crate::db::ceilings(env)?.capture.max_file_bytes;
+    let name =
+        if args.file.as_os_str() == "-" { "<stdin>".to_string() } else { args.file.display().to_string() };
+    let bytes = salvage_types::input::read_input(&args.file, limit, args.allow_special).map_err(|e| {
+        Failure::input(if args.file.as_os_str() == "-" {
+            e.to_string().replacen("-:", "<stdin>:", 1)
+        } else {
+            e.to_string()
+        })
+    })?;
     let source = match args.from {
         From::Auto => {
             let d =
@@ -321,7 +325,11 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         Some(path) => {
             write_atomic(path, text.as_bytes())
                 .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
-            eprintln!("wrote {} ({} messages)", path.display(), capture.history.len());
+            eprintln!(
+                "wrote {} ({} messages)",
+                crate::terminal::escape(&path.display().to_string()),
+                capture.history.len()
+            );
         }
         None => out.put(&text)?,
     }

@@ -3,6 +3,7 @@
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::{table, write_atomic, Output};
+use crate::terminal::{escape, shell_quote};
 use salvage_journal::lookup::SessionFilter;
 use salvage_journal::{Journal, JournalError};
 use serde_json::json;
@@ -168,6 +169,28 @@ enum Sub {
         #[arg(long)]
         no_redact: bool,
     },
+    /// Clear secrets from messages the journal stores: each chosen message's content is replaced
+    /// (likely secrets by placeholders; with --whole, all its text), its old bytes are zeroed in
+    /// the file, and a redaction event records it (the hash chain still verifies).
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["message", "at"])))]
+    Redact {
+        /// The session id.
+        session: String,
+        /// A message by its hash (64 hex, or a unique prefix of at least 8), as listed in the
+        /// deltas of `journal export --format jsonl`; repeatable.
+        #[arg(long, value_name = "HASH")]
+        message: Vec<String>,
+        /// The messages event SEQ inserted (with --index, the one message at that position of
+        /// the history at SEQ, 0-based).
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        /// With --at: the message at this position of the history at SEQ.
+        #[arg(long, value_name = "I", requires = "at")]
+        index: Option<usize>,
+        /// Replace the whole text of each message, not only the secrets the rules find.
+        #[arg(long)]
+        whole: bool,
+    },
 }
 
 /// Session files `journal import` reads.
@@ -193,7 +216,11 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
     if let Sub::Import { from, file, session, json } = args.command {
         return import(&args.db, from, &file, session, json, out);
     }
-    let store = args.db.open_existing()?;
+    // Only rewind and redact write; every other subcommand opens the file read-only.
+    let store = match args.command {
+        Sub::Rewind { .. } | Sub::Redact { .. } => args.db.open_existing()?,
+        _ => args.db.open_read()?,
+    };
     let mut j = Journal::from_store(store);
     let resolve = |j: &Journal, s: &str| j.resolve_session(s).map_err(problem);
     match args.command {
@@ -297,8 +324,9 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             let id = format!("rewind-{}-{}", session, chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
             let a = j.rewind(&session, target, "rewind", &id, chrono::Utc::now()).map_err(problem)?;
             out.line(&format!(
-                "event {}: rewound to event {target} (undo with `salvage journal rewind {session} --to {}`)",
+                "event {}: rewound to event {target} (undo with `salvage journal rewind {} --to {}`)",
                 a.seq,
+                escape(&shell_quote(&session)),
                 a.seq - 1
             ))?;
         }
@@ -329,7 +357,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             } else {
                 for p in &c {
                     let note = if p.live { "" } else { "  (on an abandoned branch)" };
-                    out.line(&format!("{:>4}  {}{note}", p.seq, p.name))?;
+                    out.line(&format!("{:>4}  {}{note}", p.seq, escape(&p.name)))?;
                 }
             }
         }
@@ -363,7 +391,12 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 out.json(&json!(r))?;
             } else {
                 for b in &r.bad {
-                    out.line(&format!("BAD  session {} event {}: {}", b.session, b.seq, b.problem))?;
+                    out.line(&format!(
+                        "BAD  session {} event {}: {}",
+                        escape(&b.session),
+                        b.seq,
+                        escape(&b.problem)
+                    ))?;
                 }
                 out.line(&format!(
                     "{} session(s), {} event(s) checked, {} bad",
@@ -391,7 +424,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                         raw
                     } else {
                         raw.lines()
-                            .map(|l| salvage_wire::redact::redact_text(l, &mut counts) + "\n")
+                            .map(|l| salvage_wire::redact::redact_json_line(l, &mut counts) + "\n")
                             .collect()
                     }
                 }
@@ -444,6 +477,113 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 None => out.put(&text)?,
             }
         }
+        Sub::Redact { session, message, at, index, whole } => {
+            redact(&mut j, &session, &message, at, index, whole, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// `salvage journal redact`: picks the messages, builds their replacements, commits them with a
+/// redaction event, then checkpoints the write-ahead log so the old bytes leave it too.
+fn redact(
+    j: &mut Journal,
+    session: &str,
+    message: &[String],
+    at: Option<u64>,
+    index: Option<usize>,
+    whole: bool,
+    out: &mut Output,
+) -> Outcome {
+    use salvage_journal::state::hex;
+    let head = j.version(session).map_err(problem)?;
+    let mut chosen: Vec<[u8; 32]> = Vec::new();
+    if let Some(seq) = at {
+        let picked = match index {
+            Some(i) => {
+                let h = j.history_hashes(session, seq).map_err(problem)?;
+                vec![*h.get(i).ok_or_else(|| {
+                    Failure::Input(format!(
+                        "--index {i}: the history at event {seq} has {} message(s)",
+                        h.len()
+                    ))
+                })?]
+            }
+            None => j.inserted_hashes(session, seq).map_err(problem)?,
+        };
+        if picked.is_empty() {
+            return Err(Failure::Input(format!("--at {seq}: event {seq} inserted no message")));
+        }
+        chosen.extend(picked);
+    }
+    if !message.is_empty() {
+        let all: Vec<[u8; 32]> = j.history_hashes_all(session).map_err(problem)?;
+        for m in message {
+            let m = m.trim().to_ascii_lowercase();
+            if m.len() < 8 || !m.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(Failure::Input(format!(
+                    "--message {}: a message hash is 8 to 64 hex characters",
+                    escape(&m)
+                )));
+            }
+            let hits: Vec<&[u8; 32]> = all.iter().filter(|h| hex(h).starts_with(&m)).collect();
+            match hits.as_slice() {
+                [h] => chosen.push(**h),
+                [] => {
+                    return Err(Failure::Input(format!(
+                        "--message {m}: no message of session {} has this hash",
+                        escape(session)
+                    )))
+                }
+                _ => {
+                    return Err(Failure::Input(format!("--message {m}: ambiguous, give more hex characters")))
+                }
+            }
+        }
+    }
+    chosen.sort_unstable();
+    chosen.dedup();
+    let current = j.messages_by_hash(session, head, &chosen).map_err(problem)?;
+    let mut counts = salvage_wire::redact::Counts::new();
+    let mut redactions = Vec::with_capacity(chosen.len());
+    for (h, mut m) in chosen.iter().zip(current) {
+        let before = counts.values().sum::<u64>();
+        salvage_wire::redact::redact_message(&mut m, &mut counts);
+        if whole || counts.values().sum::<u64>() == before {
+            // Nothing the rules know, or asked to: the whole text goes.
+            m.content = format!("[REDACTED:message:{}]", &hex(h)[..8]);
+            m.system_parts.iter_mut().for_each(|p| p.text = m.content.clone());
+            m.tool_calls.iter_mut().for_each(|c| c.arguments = serde_json::json!({}));
+            m.images.clear();
+            m.wire = None;
+            *counts.entry("message".into()).or_insert(0) += 1;
+        }
+        redactions.push((*h, m));
+    }
+    let now = chrono::Utc::now();
+    let body = salvage_types::event::EventBody::Redaction {
+        keys: chosen.iter().map(|h| format!("message:{}", hex(h))).collect(),
+        counts: counts.clone(),
+    };
+    let id = format!("redact-{session}-{}", now.timestamp_nanos_opt().unwrap_or(0));
+    let a = j
+        .redact_messages(session, &redactions, salvage_journal::NewEvent::new(id, now, body))
+        .map_err(problem)?;
+    // The old page images stay in the write-ahead log until a checkpoint copies the zeroed pages
+    // back and truncates it.
+    let busy: i64 = j
+        .conn()
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+        .map_err(|e| Failure::Problem(format!("checkpoint: {e}")))?;
+    out.line(&format!(
+        "event {}: redacted {} message(s) of session {} ({})",
+        a.seq,
+        chosen.len(),
+        escape(session),
+        salvage_wire::redact::describe(&counts)
+    ))?;
+    if busy != 0 {
+        eprintln!("warning: another process holds the database open: the old bytes leave the write-ahead log at its next checkpoint");
     }
     Ok(())
 }
@@ -457,7 +597,10 @@ fn import(
     out: &mut Output,
 ) -> Outcome {
     let name = file.display().to_string();
-    let bytes = std::fs::read(file).map_err(|e| Failure::Input(format!("{name}: cannot read: {e}")))?;
+    // The shared bounded reader: regular files only, the capture ceiling enforced while reading.
+    let bytes =
+        salvage_types::input::read_input(file, salvage_types::capture::DEFAULT_MAX_CAPTURE_BYTES, false)
+            .map_err(Failure::input)?;
     let source = match from {
         SessionFrom::ClaudeCode => salvage_wire::Source::ClaudeCode,
         SessionFrom::Codex => salvage_wire::Source::Codex,

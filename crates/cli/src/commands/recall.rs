@@ -34,7 +34,7 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
             }
         }
     }
-    let store = args.db.open_existing()?;
+    let store = args.db.open_read()?;
     let clock = SystemClock;
     let ccr = salvage_ccr::Ccr::new(store.conn(), &clock);
     let results = recall_all(&ccr, &keys);

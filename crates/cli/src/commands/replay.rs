@@ -4,6 +4,7 @@ use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::junit;
 use crate::output::{table, write_atomic, Output};
+use crate::terminal::escape;
 use salvage_replay::corpus::{discover, run_all, CaptureReport, Target};
 use salvage_replay::shard::Shard;
 use salvage_types::format_bytes;
@@ -222,6 +223,7 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
         if tty {
             let width = 30;
             let filled = n * width / total.max(1);
+            let id = crate::terminal::escape(id);
             eprint!("\r[{}{}] {n}/{total} {id:<40.40}", "#".repeat(filled), " ".repeat(width - filled));
             let _ = std::io::stderr().flush();
         }
@@ -306,7 +308,7 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
             rows.len(),
             shard.map(|s| format!(" (shard {}/{})", s.index, s.count)).unwrap_or_default(),
             match &target {
-                Target::File(p) => format!(" — journaled in {}", p.display()),
+                Target::File(p) => format!(" — journaled in {}", escape(&p.display().to_string())),
                 Target::Memory => " — not journaled (--no-journal)".to_string(),
             }
         ))?;
@@ -464,14 +466,14 @@ fn print_table(rows_in: &[Row], out: &mut Output) -> std::io::Result<()> {
     for row in rows_in {
         match row {
             Row::Done(r) if !r.passed() => {
-                out.line(&format!("\n{} ({}):", r.id, r.file))?;
+                out.line(&format!("\n{} ({}):", escape(&r.id), escape(&r.file)))?;
                 for (k, d) in failed_checks(r) {
-                    out.line(&format!("  ✖ {}", line(&k, &d)))?;
+                    out.line(&format!("  ✖ {}", escape(&line(&k, &d))))?;
                 }
             }
             Row::Unreadable { file, error, .. } => {
-                out.line(&format!("\n{file}:"))?;
-                out.line(&format!("  ✖ readable: {error}"))?;
+                out.line(&format!("\n{}:", escape(file)))?;
+                out.line(&format!("  ✖ readable: {}", escape(error)))?;
             }
             Row::Done(_) => {}
         }
