@@ -125,12 +125,12 @@ fn the_checker_fails_on_a_forbidden_arrow() {
         ("salvage-recovery", &["salvage-types", "salvage-ccr"]),
         ("salvage-replay", &["salvage-journal", "salvage-adapters"]),
         ("salvage-journal", &["salvage-replay"]),
-        ("salvage-bench", &["salvage-adapters", "salvage-replay"]),
+        ("salvage-bench", &["salvage-cli", "salvage-replay"]),
         ("salvage-extra", &["salvage-types"]),
     ]);
     let v = violations(ARROWS, &bad);
     let expected = [
-        "salvage-bench must not depend on salvage-adapters",
+        "salvage-bench must not depend on salvage-cli",
         "salvage-extra: a new crate",
         "salvage-journal must not depend on salvage-replay",
         "salvage-recovery must not depend on salvage-ccr",

@@ -58,7 +58,7 @@ fn json(o: &Output, code: i32) -> Value {
 fn redacted(dir: Option<&Path>, f: impl FnOnce()) {
     let mut settings = insta::Settings::clone_current();
     settings.set_prepend_module_to_snapshot(false);
-    settings.add_filter(r"\d{8}T\d{6}\.\d{3}Z-\d+", "[STAMP]");
+    settings.add_filter(r"\d{8}T\d{6}\.\d{3}Z-[0-9a-f]+", "[STAMP]");
     settings.add_filter(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", "[TIME]");
     if let Some(d) = dir {
         settings.add_filter(&regex_escape(&d.display().to_string()), "[TMP]");

@@ -216,9 +216,14 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
     if let Sub::Import { from, file, session, json } = args.command {
         return import(&args.db, from, &file, session, json, out);
     }
-    // Only rewind and redact write; every other subcommand opens the file read-only.
+    // Only rewind, checkpoint, delete, prune and redact write; every other subcommand opens the
+    // file read-only.
     let store = match args.command {
-        Sub::Rewind { .. } | Sub::Redact { .. } => args.db.open_existing()?,
+        Sub::Rewind { .. }
+        | Sub::Redact { .. }
+        | Sub::Checkpoint { .. }
+        | Sub::Delete { .. }
+        | Sub::Prune { .. } => args.db.open_existing()?,
         _ => args.db.open_read()?,
     };
     let mut j = Journal::from_store(store);
@@ -235,7 +240,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 let v: Vec<_> = s
                     .iter()
                     .map(|(x, o)| {
-                        json!({"id": x.id, "title": x.title, "events": x.events, "created_at": x.created_at, "outcome": o})
+                        json!({"id": x.id, "title": x.title, "events": x.events, "created_at": x.created_at, "outcome": o, "capture": x.capture})
                     })
                     .collect();
                 out.json(&json!({ "sessions": v }))?;
