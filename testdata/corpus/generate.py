@@ -48,6 +48,8 @@ def agent(calls, result_size, seed, task="Find why two_openers is flaky and fix 
     return h
 
 def capture(id, title, history, failure, upstream, expect, provider="anthropic", model="claude-sonnet-4-5", settings=None, surface="agent", recorded=None):
+    if id in EVENTS:
+        expect = {**expect, "events": expect.get("events", []) + EVENTS[id]}
     c = {"format": "salvage.capture/1", "id": id, "title": title, "client": {"name": "chatcli", "surface": surface},
          "provider": provider, "model": model, "settings": settings or {}, "history": history, "failure": failure,
          "upstream": upstream, "recorded": {"summaries": recorded or []}, "expect": expect}
@@ -81,6 +83,48 @@ def E(outcome, level=None, max_attempts=None, notice=None, cap=None, events=None
     if notice is not None: e["notice_injected"] = notice
     if cap is not None: e["cap_learned_bytes"] = cap
     return e
+
+# Expected events of the captures above the guarantees section, written from the spec (merged into
+# their `expect` by `capture`).
+def pe(cls, **kw): return ev("provider_error", f"behavior.md §2: classified {cls}", **{"class": cls}, **kw)
+def applied(rung, **kw): return ev("recovery_attempt", f"behavior.md §4: rung {rung} recovers", rung=rung, outcome="applied", **kw)
+NOTICE = ev("notice_injected", "behavior.md §3.4: the payload notice once after a successful rung on the payload path", count=1)
+ASSUMED = ev("cap_learned", "behavior.md §3.1: size unknown and no cap: 4 MB assumed", count=1, cap=4194304)
+NO_ATTEMPT = ev("recovery_attempt", "behavior.md §2: a class compaction cannot fix consumes no attempt", count=0)
+EVENTS = {
+    "auth-401": [pe("auth", count=1), NO_ATTEMPT],
+    "rate-limit-429": [pe("rate_limit", count=1), NO_ATTEMPT],
+    "model-not-found": [pe("model_not_found", count=1), NO_ATTEMPT],
+    "server-529-overloaded": [pe("server", count=1), NO_ATTEMPT],
+    "plain-403-stays-auth": [pe("auth", count=1), NO_ATTEMPT],
+    "gateway-eof-small-transient": [pe("transient_network", count=1), NO_ATTEMPT],
+    "cap-only-tightens": [pe("payload_too_large", min=1), ev("cap_learned", "behavior.md §3.1: the cap only tightens: 3/4 of the rejected size is above the configured 64 KB", count=0)],
+    "exhausted-unreported": [pe("waf_rejection", min=1), ASSUMED, ev("recovery_attempt", "behavior.md §4: CHATCLI_MAX_RECOVERY_ATTEMPTS (3) bounds the ladder", count=3), ev("response_received", "nothing is accepted", count=0)],
+    "gateway-eof-large": [pe("likely_payload", min=1), ASSUMED, NOTICE],
+    "gateway-reset-large": [pe("likely_payload", min=1), ASSUMED, NOTICE],
+    "gateway-http413-reported": [pe("payload_too_large", min=1), ev("cap_learned", "behavior.md §3.1: learned at 3/4 of the reported size", min=1), NOTICE],
+    "gateway-http413-unreported": [pe("payload_too_large", min=1), ASSUMED, NOTICE],
+    "gateway-http431": [pe("payload_too_large", min=1), NOTICE],
+    "gateway-waf-html-bedrock-128k": [pe("waf_rejection", min=1), NOTICE],
+    "gateway-waf403": [pe("waf_rejection", min=1), NOTICE],
+    "openai-style-body-413": [pe("payload_too_large", min=1), NOTICE],
+    "giant-tool-result": [pe("context_overflow", count=1), applied(1, count=1)],
+    "images-in-history": [pe("context_overflow", min=1), ev("recovery_attempt", "behavior.md §4", min=1, outcome="applied")],
+    "max-attempts-1": [ev("recovery_attempt", "behavior.md §10: CHATCLI_MAX_RECOVERY_ATTEMPTS=1", count=1)],
+    "no-failure": [ev("provider_error", "the request is accepted", count=0), ev("response_received", "the answer is appended", count=1)],
+    "non-ascii-text": [pe("context_overflow", min=1), ev("recovery_attempt", "behavior.md §4", min=1, outcome="applied")],
+    "orphan-and-duplicate-calls": [ev("recovery_attempt", "behavior.md §4, §6: every rung repairs pairing", min=1, outcome="applied")],
+    "output-limit-escalation": [ev("token_escalation", "behavior.md §8: doubled at most CHATCLI_MAX_TOKEN_ESCALATIONS (2) times", count=2),
+                                ev("response_received", "behavior.md §8: each partial answer kept", count=2, stop_reason="max_tokens")],
+    "rung2-many-small-turns": [pe("context_overflow", min=1), applied(2, count=1)],
+    "rung3-emergency-keep-small": [applied(3, count=1)],
+    "rung3-keep-four": [applied(3, count=1)],
+    "several-mb-session": [pe("context_overflow", min=1), ev("recovery_attempt", "behavior.md §4", min=1, outcome="applied")],
+    "tool-chain-task-before-window": [ev("recovery_attempt", "behavior.md §4 [better]: the task before the window is kept", min=1, outcome="applied")],
+    "verbatim-recall-result": [ev("recovery_attempt", "behavior.md §4, §7: verbatim kept within the quarter budget", min=1, outcome="applied")],
+}
+for _s in ["anthropic", "openai", "gemini", "xai", "mistral", "bedrock"]:
+    EVENTS[f"overflow-{_s}-rung1"] = [pe("context_overflow", count=1), applied(1, count=1)]
 
 # --- context overflow in every provider's wording -------------------------------------------
 for style, prov, mdl in [("anthropic", "anthropic", "claude-sonnet-4-5"), ("openai", "openai", "gpt-4o"), ("gemini", "gemini", "gemini-2.5-pro"),

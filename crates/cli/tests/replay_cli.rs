@@ -42,7 +42,15 @@ fn the_corpus_replays_green_and_its_journal_restores_at_every_event() {
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let n = v["captures"].as_array().unwrap().len();
-    assert!(n >= 40, "{n} captures");
+    assert!(n >= 60, "{n} captures");
+    // Every capture asserts the path its title names with the events it must journal.
+    for f in std::fs::read_dir(&c).unwrap().map(|e| e.unwrap().path()) {
+        if f.extension().is_some_and(|e| e == "json") {
+            let cap: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+            let events = cap["expect"]["events"].as_array().map_or(0, Vec::len);
+            assert!(events > 0, "{}: no expect.events", f.display());
+        }
+    }
     assert_eq!(v["summary"]["passed"], n);
     for cap in v["captures"].as_array().unwrap() {
         assert_eq!(cap["expect_met"], true, "{}", cap["id"]);
