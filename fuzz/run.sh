@@ -14,7 +14,7 @@ for f in ../testdata/corpus/*.json ../testdata/bad/*.json; do [ "$(stat -c %s "$
 cp ../testdata/requests/*.json corpus/importers/
 cp ../testdata/samples/*/*.json corpus/importers/ 2>/dev/null || true
 find ../testdata/samples/claude-code ../testdata/samples/codex ../testdata/samples/cline -type f -name '*.jsonl' -size -200k -exec cp {} corpus/importers/ \;
-sed -n 's/.*"message": "\(.*\)".*/\1/p' ../testdata/provider-errors/*.json | head -50 | while IFS= read -r l; do printf '%s' "$l" > "corpus/classify/$(printf '%s' "$l" | md5sum | cut -c1-12)"; done
+sed -n 's/.*"message": "\(.*\)".*/\1/p' ../testdata/provider-errors/*.json | sed -n '1,50p' | while IFS= read -r l; do printf '%s' "$l" > "corpus/classify/$(printf '%s' "$l" | md5sum | cut -c1-12)"; done
 cp ../crates/types/tests/snapshots/events.jsonl corpus/events/all.jsonl
 split -l 1 -d ../crates/types/tests/snapshots/events.jsonl corpus/events/kind-
 printf '<<ccr:0123456789abcdef>>' > corpus/recall/marker; printf '{"keys":["aaaabbbbccccdddd"]}' > corpus/recall/json
