@@ -1,12 +1,16 @@
 //! Rebuilding the assistant message from a response as it streams past: Anthropic SSE events,
-//! OpenAI chat chunks, Responses events, or a whole JSON body. Fed chunk by chunk; holds only the
-//! current partial line and the message being built, never the stream.
+//! OpenAI chat chunks, Responses events, or a whole JSON body. Fed chunk by chunk; of a stream it
+//! holds only the current partial line and the message being built, never the stream. A JSON body
+//! is one document: its frames are kept by reference (the frames relayed, not a copy) and parsed
+//! when the response ends, by the writer, off the request path.
 
 use crate::route::Api;
+use bytes::{Bytes, BytesMut};
 use salvage_types::message::{Message, ToolCall};
 use serde_json::{Map, Value};
 
-/// A JSON (non-streaming) body is parsed from a copy held up to this size.
+/// A JSON (non-streaming) body is parsed when it is at most this size (larger ones are relayed
+/// and the reply is not rebuilt).
 pub const MAX_JSON_COPY: usize = 64 * 1024 * 1024;
 
 /// What a response said, once it ended.
@@ -37,7 +41,8 @@ pub struct Assembler {
     api: Api,
     sse: bool,
     line: Vec<u8>,
-    json: Vec<u8>,
+    json: Vec<Bytes>,
+    json_len: usize,
     json_over: bool,
     text: String,
     calls: Vec<Call>,
@@ -54,6 +59,7 @@ impl Assembler {
             sse,
             line: Vec::new(),
             json: Vec::new(),
+            json_len: 0,
             json_over: false,
             text: String::new(),
             calls: Vec::new(),
@@ -70,20 +76,62 @@ impl Assembler {
 
     /// Feeds the next bytes of the body.
     pub fn feed(&mut self, chunk: &[u8]) {
-        if !self.sse {
-            if self.json.len() + chunk.len() <= MAX_JSON_COPY {
-                self.json.extend_from_slice(chunk);
-            } else {
-                self.json_over = true;
-            }
+        if self.sse {
+            self.feed_sse(chunk);
+        } else {
+            self.keep_json(Bytes::copy_from_slice(chunk));
+        }
+    }
+
+    /// Feeds the next frame of the body as relayed: a JSON body keeps the frame itself (a
+    /// reference, not a copy).
+    pub fn feed_bytes(&mut self, chunk: &Bytes) {
+        if self.sse {
+            self.feed_sse(chunk);
+        } else {
+            self.keep_json(chunk.clone());
+        }
+    }
+
+    /// The bytes this parser holds (the partial line, the text and calls rebuilt, a JSON body's
+    /// frames): what its turn weighs in the writer's queue.
+    pub fn held(&self) -> usize {
+        let calls: usize = self
+            .calls
+            .iter()
+            .map(|c| c.id.len().saturating_add(c.name.len()).saturating_add(c.args.len()))
+            .fold(0, usize::saturating_add);
+        self.line.len().saturating_add(self.json_len).saturating_add(self.text.len()).saturating_add(calls)
+    }
+
+    fn keep_json(&mut self, chunk: Bytes) {
+        let len = self.json_len.saturating_add(chunk.len());
+        if self.json_over || len > MAX_JSON_COPY {
+            self.json_over = true;
+            self.json = Vec::new();
+            self.json_len = 0;
             return;
         }
+        self.json_len = len;
+        self.json.push(chunk);
+    }
+
+    /// Complete lines are parsed where they lie in the frame; only a line split across frames is
+    /// gathered first.
+    fn feed_sse(&mut self, chunk: &[u8]) {
         let mut rest = chunk;
         while let Some(i) = rest.iter().position(|&b| b == b'\n') {
-            self.line.extend_from_slice(&rest[..i]);
-            let line = std::mem::take(&mut self.line);
-            self.sse_line(&line);
-            rest = &rest[i + 1..];
+            let (line, after) = rest.split_at_checked(i).unwrap_or((rest, &[]));
+            if self.line.is_empty() {
+                self.sse_line(line);
+            } else {
+                let mut gathered = std::mem::take(&mut self.line);
+                gathered.extend_from_slice(line);
+                self.sse_line(&gathered);
+                gathered.clear();
+                self.line = gathered;
+            }
+            rest = after.get(1..).unwrap_or_default();
         }
         self.line.extend_from_slice(rest);
     }
@@ -113,26 +161,27 @@ impl Assembler {
             Some("content_block_start") => {
                 let block = ev.get("content_block");
                 if block.and_then(|b| b.get("type")).and_then(Value::as_str) == Some("tool_use") {
-                    let b = block.cloned().unwrap_or(Value::Null);
+                    let b = block.unwrap_or(&Value::Null);
+                    let idx = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
+                    self.block_call.push((idx, self.calls.len()));
                     self.calls.push(Call {
-                        id: str_of(&b, "id"),
-                        name: str_of(&b, "name"),
+                        id: str_of(b, "id"),
+                        name: str_of(b, "name"),
                         args: String::new(),
                     });
-                    let idx = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
-                    self.block_call.push((idx, self.calls.len() - 1));
                 } else if let Some(t) = block.and_then(|b| b.get("text")).and_then(Value::as_str) {
                     self.text.push_str(t);
                 }
             }
             Some("content_block_delta") => {
-                let d = ev.get("delta").cloned().unwrap_or(Value::Null);
+                let d = ev.get("delta").unwrap_or(&Value::Null);
                 match d.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => self.text.push_str(&str_of(&d, "text")),
+                    Some("text_delta") => self.text.push_str(str_in(d, "text")),
                     Some("input_json_delta") => {
                         let idx = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
-                        if let Some(&(_, c)) = self.block_call.iter().find(|(i, _)| *i == idx) {
-                            self.calls[c].args.push_str(&str_of(&d, "partial_json"));
+                        let call = self.block_call.iter().find(|(i, _)| *i == idx).map(|&(_, c)| c);
+                        if let Some(call) = call.and_then(|c| self.calls.get_mut(c)) {
+                            call.args.push_str(str_in(d, "partial_json"));
                         }
                     }
                     _ => {}
@@ -155,9 +204,11 @@ impl Assembler {
 
     fn anthropic_usage(&mut self, u: &Value) {
         if let Some(n) = u.get("input_tokens").and_then(Value::as_u64) {
-            let cached = u.get("cache_read_input_tokens").and_then(Value::as_u64).unwrap_or(0)
-                + u.get("cache_creation_input_tokens").and_then(Value::as_u64).unwrap_or(0);
-            self.out.input_tokens = Some(n + cached);
+            let cached =
+                u.get("cache_read_input_tokens").and_then(Value::as_u64).unwrap_or(0).saturating_add(
+                    u.get("cache_creation_input_tokens").and_then(Value::as_u64).unwrap_or(0),
+                );
+            self.out.input_tokens = Some(n.saturating_add(cached));
         }
         if let Some(n) = u.get("output_tokens").and_then(Value::as_u64) {
             self.out.output_tokens = Some(n);
@@ -166,7 +217,7 @@ impl Assembler {
 
     fn chat_chunk(&mut self, ev: &Map<String, Value>) {
         if let Some(choice) = ev.get("choices").and_then(Value::as_array).and_then(|c| c.first()) {
-            let d = choice.get("delta").cloned().unwrap_or(Value::Null);
+            let d = choice.get("delta").unwrap_or(&Value::Null);
             if let Some(t) = d.get("content").and_then(Value::as_str) {
                 self.text.push_str(t);
             }
@@ -174,10 +225,10 @@ impl Assembler {
                 for c in calls {
                     let idx =
                         usize::try_from(c.get("index").and_then(Value::as_u64).unwrap_or(0)).unwrap_or(0);
-                    while self.calls.len() <= idx {
-                        self.calls.push(Call::default());
+                    if self.calls.len() <= idx {
+                        self.calls.resize_with(idx.saturating_add(1), Call::default);
                     }
-                    let call = &mut self.calls[idx];
+                    let Some(call) = self.calls.get_mut(idx) else { continue };
                     if let Some(id) = c.get("id").and_then(Value::as_str) {
                         call.id = id.to_string();
                     }
@@ -212,7 +263,7 @@ impl Assembler {
     fn responses_event(&mut self, ev: &Map<String, Value>) {
         match ev.get("type").and_then(Value::as_str) {
             Some("response.output_text.delta") => {
-                self.text.push_str(&str_of(&Value::Object(ev.clone()), "delta"))
+                self.text.push_str(ev.get("delta").and_then(Value::as_str).unwrap_or_default())
             }
             Some("response.completed" | "response.incomplete" | "response.failed") => {
                 if let Some(r) = ev.get("response") {
@@ -259,12 +310,23 @@ impl Assembler {
     }
 
     fn json_body(&mut self) {
-        let Ok(v) = serde_json::from_slice::<Value>(&self.json) else { return };
+        let json = match self.json.as_slice() {
+            [one] => one.clone(),
+            many => {
+                let mut all = BytesMut::with_capacity(self.json_len);
+                for c in many {
+                    all.extend_from_slice(c);
+                }
+                all.freeze()
+            }
+        };
+        self.json = Vec::new();
+        let Ok(v) = serde_json::from_slice::<Value>(&json) else { return };
         match self.api {
             Api::AnthropicMessages => {
                 for b in v.get("content").and_then(Value::as_array).into_iter().flatten() {
                     match b.get("type").and_then(Value::as_str) {
-                        Some("text") => self.text.push_str(&str_of(b, "text")),
+                        Some("text") => self.text.push_str(str_in(b, "text")),
                         Some("tool_use") => self.calls.push(Call {
                             id: str_of(b, "id"),
                             name: str_of(b, "name"),
@@ -282,16 +344,16 @@ impl Assembler {
             }
             Api::OpenaiChat => {
                 if let Some(choice) = v.get("choices").and_then(Value::as_array).and_then(|c| c.first()) {
-                    let m = choice.get("message").cloned().unwrap_or(Value::Null);
+                    let m = choice.get("message").unwrap_or(&Value::Null);
                     if let Some(t) = m.get("content").and_then(Value::as_str) {
                         self.text.push_str(t);
                     }
                     for c in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-                        let f = c.get("function").cloned().unwrap_or(Value::Null);
+                        let f = c.get("function").unwrap_or(&Value::Null);
                         self.calls.push(Call {
                             id: str_of(c, "id"),
-                            name: str_of(&f, "name"),
-                            args: str_of(&f, "arguments"),
+                            name: str_of(f, "name"),
+                            args: str_of(f, "arguments"),
                         });
                     }
                     if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -328,8 +390,12 @@ impl Assembler {
     }
 }
 
+fn str_in<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
 fn str_of(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+    str_in(v, key).to_string()
 }
 
 #[cfg(test)]

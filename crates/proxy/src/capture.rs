@@ -41,12 +41,11 @@ pub fn reported_size(text: &str) -> Option<u64> {
     }
     let words: Vec<&str> =
         lower.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')').collect();
-    for (i, w) in words.iter().enumerate() {
+    for (w, after) in words.iter().zip(words.iter().skip(1).copied().chain(std::iter::once(""))) {
         let digits = w.trim_matches(|c: char| !c.is_ascii_digit());
         if digits.is_empty() || !w.chars().next().is_some_and(|c| c.is_ascii_digit()) {
             continue;
         }
-        let after = words.get(i + 1).copied().unwrap_or("");
         if after.starts_with("bytes") || after == "b" {
             return digits.parse().ok();
         }
@@ -63,16 +62,14 @@ pub fn overflow_numbers(text: &str) -> Option<(u64, u64)> {
             .filter_map(|d| d.parse().ok())
             .collect()
     };
-    if let Some(i) = text.find("prompt is too long") {
-        let n = nums(&text[i..]);
-        if n.len() >= 2 {
-            return Some((n[0], n[1]));
+    if let Some((_, after)) = text.split_once("prompt is too long") {
+        if let [tokens, window, ..] = *nums(after).as_slice() {
+            return Some((tokens, window));
         }
     }
-    if let Some(i) = text.find("maximum context length is") {
-        let n = nums(&text[i..]);
-        if n.len() >= 2 {
-            return Some((n[1], n[0]));
+    if let Some((_, after)) = text.split_once("maximum context length is") {
+        if let [window, tokens, ..] = *nums(after).as_slice() {
+            return Some((tokens, window));
         }
     }
     None
@@ -156,7 +153,10 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
         let counted = salvage_replay::upstream::count_tokens(&input.history);
         let window = match overflow_numbers(&input.failure.message) {
             Some((_, m)) if counted > m => m,
-            Some((n, m)) if n > 0 => u64::try_from(u128::from(counted) * u128::from(m) / u128::from(n))
+            Some((n, m)) if n > 0 => u128::from(counted)
+                .checked_mul(u128::from(m))
+                .and_then(|x| x.checked_div(u128::from(n)))
+                .and_then(|w| u64::try_from(w).ok())
                 .unwrap_or(m)
                 .min(counted.saturating_sub(1)),
             _ => counted.saturating_sub(1),

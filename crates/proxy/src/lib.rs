@@ -9,10 +9,14 @@
 //! classifier, payload policy and ladder of `salvage-recovery` as the replay driver does.
 //!
 //! Design decision: the request path never waits on SQLite or parses a successful exchange. The
-//! client's bytes go upstream as they came and the response is relayed frame by frame; a copy of
-//! the request (reference-counted) and the response parser go to one writer thread that owns the
-//! journal, imports the body, derives the session and appends the turn. Only a failure is parsed on
-//! the request path, because classifying and recovering need its history.
+//! client's bytes go upstream as they arrive ([`spool`]) and the response is relayed frame by
+//! frame; the request's frames (reference-counted, not copied) and the response parser go to one
+//! writer thread that owns the journal, imports the body, derives the session and appends the
+//! turn, through a queue bounded in bytes. Only a failure is parsed on the request path, because
+//! classifying and recovering need its history.
+
+#![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
 
 pub mod assemble;
 pub mod capture;
@@ -21,5 +25,6 @@ pub mod record;
 pub mod recover;
 pub mod route;
 pub mod server;
+pub mod spool;
 
 pub use server::{Options, Proxy, ProxyError};

@@ -155,14 +155,13 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         let p = path.split('?').next().unwrap_or("");
         if p.ends_with("/messages") {
             if stream_wanted && stream_bytes > 0 {
-                // A long answer: about `stream_bytes` of text in 1 KB deltas.
+                // A long answer: about `stream_bytes` of text in 1 KB deltas, written as made (the
+                // stand-in holds one event at a time, so it weighs nothing in a memory figure).
                 let delta = "x".repeat(1000);
-                let mut events = vec!["event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n".to_string()];
-                for _ in 0..stream_bytes / 1000 {
-                    events.push(format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{delta}\"}}}}\n\n"));
-                }
-                events.push("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":6}}\n\n".to_string());
-                sse(w, &events).await?;
+                let start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n".to_string();
+                let deltas = (0..stream_bytes / 1000).map(|_| format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{delta}\"}}}}\n\n"));
+                let end = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":6}}\n\n".to_string();
+                sse(w, std::iter::once(start).chain(deltas).chain(std::iter::once(end))).await?;
             } else if stream_wanted {
                 let events = [
                     format!("event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"output_tokens\":1}}}}}}\n\n", len / 4),
@@ -173,7 +172,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":6}}\n\n".to_string(),
                     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n".to_string(),
                 ];
-                sse(w, &events).await?;
+                sse(w, events).await?;
             } else {
                 let b = format!("{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"output_tokens\":6}}}}", len / 4);
                 respond(w, 200, "application/json", b.as_bytes()).await?;
@@ -185,20 +184,20 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     format!("data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{len} bytes received.\"}},\"finish_reason\":\"stop\"}}]}}\n\n"),
                     "data: [DONE]\n\n".to_string(),
                 ];
-                sse(w, &events).await?;
+                sse(w, events).await?;
             } else {
-                let b = format!("{{\"id\":\"c1\",\"object\":\"chat.completion\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":\"stop\"}}],\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":6,\"total_tokens\":{}}}}}", len / 4, len / 4 + 6);
+                let b = format!("{{\"id\":\"c1\",\"object\":\"chat.completion\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":\"stop\"}}],\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":6,\"total_tokens\":{}}}}}", len / 4, (len / 4).saturating_add(6));
                 respond(w, 200, "application/json", b.as_bytes()).await?;
             }
         } else if p.ends_with("/responses") {
-            let obj = format!("{{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":0,\"status\":\"completed\",\"model\":\"gpt-4o\",\"output\":[{{\"type\":\"message\",\"id\":\"m1\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{{\"type\":\"output_text\",\"text\":\"{text}\",\"annotations\":[]}}]}}],\"parallel_tool_calls\":true,\"tool_choice\":\"auto\",\"tools\":[],\"usage\":{{\"input_tokens\":{},\"output_tokens\":6,\"total_tokens\":{}}}}}", len / 4, len / 4 + 6);
+            let obj = format!("{{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":0,\"status\":\"completed\",\"model\":\"gpt-4o\",\"output\":[{{\"type\":\"message\",\"id\":\"m1\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{{\"type\":\"output_text\",\"text\":\"{text}\",\"annotations\":[]}}]}}],\"parallel_tool_calls\":true,\"tool_choice\":\"auto\",\"tools\":[],\"usage\":{{\"input_tokens\":{},\"output_tokens\":6,\"total_tokens\":{}}}}}", len / 4, (len / 4).saturating_add(6));
             if stream_wanted {
                 let events = [
                     "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Done: \",\"sequence_number\":1}\n\n".to_string(),
                     format!("event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"{len} bytes received.\",\"sequence_number\":2}}\n\n"),
                     format!("event: response.completed\ndata: {{\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{obj}}}\n\n"),
                 ];
-                sse(w, &events).await?;
+                sse(w, events).await?;
             } else {
                 respond(w, 200, "application/json", obj.as_bytes()).await?;
             }
@@ -232,7 +231,10 @@ async fn respond<W: AsyncWrite + Unpin>(
     w.flush().await.map_err(|_| Reset)
 }
 
-async fn sse<W: AsyncWrite + Unpin>(w: &mut W, events: &[String]) -> Result<(), Reset> {
+async fn sse<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    events: impl IntoIterator<Item = String>,
+) -> Result<(), Reset> {
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n";
     w.write_all(head.as_bytes()).await.map_err(|_| Reset)?;
     for e in events {
@@ -299,9 +301,10 @@ pub fn exchange_into(
     let mut copy = |conn: &mut BufReader<TcpStream>, mut n: usize| -> std::io::Result<()> {
         while n > 0 {
             let k = n.min(buf.len());
-            conn.read_exact(&mut buf[..k])?;
-            sink(&buf[..k]);
-            n -= k;
+            let part = buf.get_mut(..k).unwrap_or_default();
+            conn.read_exact(part)?;
+            sink(part);
+            n = n.saturating_sub(k);
         }
         Ok(())
     };

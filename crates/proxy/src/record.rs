@@ -1,10 +1,16 @@
 //! What the proxy writes: one [`Turn`] per client request (the history as the client sent it, every
 //! attempt, error, rung and the reply), appended by a single writer thread that owns the journal,
 //! so the request path never waits on SQLite; and the capture of a turn's first failure.
+//!
+//! The writer's queue is bounded in bytes ([`QUEUE_BYTES`]: the request bodies and rebuilt answers
+//! of the turns waiting). A turn takes its share before it is queued; when the journal falls
+//! behind, the end of the next response waits for room and new turns wait to start
+//! (back-pressure on the clients) instead of the queue growing.
 
 use crate::assemble::Assembler;
 use crate::capture::{build_capture, CaptureInput};
 use crate::route::{self, Api, Parsed};
+use crate::spool::Kept;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use salvage_ccr::{Ccr, Clock};
@@ -15,8 +21,11 @@ use salvage_types::event::EventBody;
 use salvage_types::{history_weight, ErrorClass};
 use salvage_types::{CcrKey, Message, Role};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::pin::Pin;
+use std::sync::{mpsc, Arc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The header a client sets to name its session.
 pub const SESSION_HEADER: &str = "x-salvage-session";
@@ -37,7 +46,7 @@ pub fn session_id(header: Option<&str>, history: &[Message]) -> String {
         hasher.update(u.content.as_bytes());
     }
     let hex = hasher.finalize().to_hex();
-    format!("proxy-{}", &hex.as_str()[..16])
+    format!("proxy-{}", hex.as_str().get(..16).unwrap_or_default())
 }
 
 /// A session title: the start of its first user message.
@@ -78,8 +87,8 @@ pub struct Turn {
     pub upstream: String,
     /// When the request arrived.
     pub started: DateTime<Utc>,
-    /// The body as the client sent it.
-    pub body: Bytes,
+    /// The body as the client sent it (kept as it was relayed).
+    pub body: Kept,
     /// The body read as a history, when the request path already did (a failure).
     pub parsed: Option<Parsed>,
     /// The events of the exchange, in order. A `request_sent` with an empty digest is attempt 0,
@@ -107,6 +116,11 @@ pub enum Cut {
 impl Turn {
     /// A turn for a request of `api` with this body.
     pub fn new(api: Api, body: Bytes, started: DateTime<Utc>) -> Turn {
+        Turn::relayed(api, Kept::whole(body), started)
+    }
+
+    /// A turn for a request of `api` whose body is being relayed.
+    pub fn relayed(api: Api, body: Kept, started: DateTime<Utc>) -> Turn {
         Turn {
             api,
             session_header: None,
@@ -128,6 +142,11 @@ impl Turn {
         self.steps.push(Step { ts: Utc::now(), body, change, blobs });
     }
 
+    /// What the turn weighs in the writer's queue: its request body and the answer rebuilt.
+    pub fn weight(&self) -> usize {
+        self.body.len().saturating_add(self.response.as_ref().map_or(0, Assembler::held))
+    }
+
     /// Marks the latest request as accepted, with the tokens the provider counted.
     pub fn accepted(&mut self, tokens: Option<u64>) {
         if let Some(Step { body: EventBody::RequestSent { accepted, real_tokens, .. }, .. }) =
@@ -146,6 +165,40 @@ pub fn digest(h: &[Message]) -> String {
     CcrKey::of(&serde_json::to_vec(h).unwrap_or_default()).short()
 }
 
+/// A history's messages as the journal keys them (BLAKE3 of each message's JSON) and its
+/// [`digest`], from one serialization of each message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyed {
+    /// The key of each message, in order.
+    pub messages: Vec<[u8; 32]>,
+    /// The history's digest.
+    pub digest: String,
+}
+
+impl Keyed {
+    /// Keys `h`.
+    pub fn of(h: &[Message]) -> Keyed {
+        // The JSON of a history is its messages' JSON between brackets, comma-separated.
+        let mut whole = blake3::Hasher::new();
+        whole.update(b"[");
+        let mut messages = Vec::with_capacity(h.len());
+        let mut json = Vec::new();
+        for (i, m) in h.iter().enumerate() {
+            json.clear();
+            if serde_json::to_writer(&mut json, m).is_err() {
+                json.clear();
+            }
+            if i > 0 {
+                whole.update(b",");
+            }
+            whole.update(&json);
+            messages.push(*blake3::hash(&json).as_bytes());
+        }
+        whole.update(b"]");
+        Keyed { messages, digest: CcrKey(*whole.finalize().as_bytes()).short() }
+    }
+}
+
 /// Where and how the writer writes.
 #[derive(Debug, Clone)]
 pub struct WriterOptions {
@@ -155,8 +208,12 @@ pub struct WriterOptions {
     pub settings: BTreeMap<String, String>,
 }
 
+/// The bytes of turns the writer's queue holds at most (request bodies and rebuilt answers).
+pub const QUEUE_BYTES: usize = 64 << 20;
+
 enum Job {
-    Turn(Box<Turn>),
+    /// A turn and its share of the queue, given back once it is written.
+    Turn(Box<Turn>, Option<OwnedSemaphorePermit>),
     Flush(mpsc::Sender<()>),
 }
 
@@ -164,7 +221,12 @@ enum Job {
 #[derive(Clone)]
 pub struct Writer {
     tx: mpsc::Sender<Job>,
+    room: Arc<Semaphore>,
+    capacity: u32,
 }
+
+/// Room in the writer's queue, being waited for.
+pub type Reserve = Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
 
 /// What the writer did, for the proxy's log lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,32 +243,80 @@ pub enum Written {
 }
 
 impl Writer {
-    /// Starts the writer thread; `report` receives one line per turn written (or failed).
+    /// Starts the writer thread with a queue of [`QUEUE_BYTES`]; `report` receives one line per
+    /// turn written (or failed).
     pub fn start(
-        mut journal: Journal,
+        journal: Journal,
         options: WriterOptions,
         report: Box<dyn Fn(Written) + Send>,
     ) -> Result<Writer, std::io::Error> {
+        Writer::with_queue(journal, options, report, QUEUE_BYTES)
+    }
+
+    /// Starts the writer thread with a queue holding turns of at most `queue_bytes` in all (a
+    /// turn larger than that is queued alone).
+    pub fn with_queue(
+        mut journal: Journal,
+        options: WriterOptions,
+        report: Box<dyn Fn(Written) + Send>,
+        queue_bytes: usize,
+    ) -> Result<Writer, std::io::Error> {
+        let capacity = u32::try_from(queue_bytes.clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new().name("salvage-proxy-journal".into()).spawn(move || {
             for job in rx {
                 match job {
-                    Job::Turn(t) => match write_turn(&mut journal, &options, *t) {
-                        Ok((session, capture)) => report(Written::Turn { session, capture }),
-                        Err(e) => report(Written::Failed(e.to_string())),
-                    },
+                    Job::Turn(t, room) => {
+                        match write_turn(&mut journal, &options, *t) {
+                            Ok((session, capture)) => report(Written::Turn { session, capture }),
+                            Err(e) => report(Written::Failed(e.to_string())),
+                        }
+                        drop(room);
+                    }
                     Job::Flush(done) => {
                         let _ = done.send(());
                     }
                 }
             }
         })?;
-        Ok(Writer { tx })
+        Ok(Writer { tx, room: Arc::new(Semaphore::new(capacity as usize)), capacity })
     }
 
-    /// Queues a turn.
-    pub fn send(&self, turn: Turn) {
-        let _ = self.tx.send(Job::Turn(Box::new(turn)));
+    fn share(&self, weight: usize) -> u32 {
+        u32::try_from(weight).unwrap_or(u32::MAX).clamp(1, self.capacity)
+    }
+
+    /// Waits for room for a turn of `weight` bytes in the queue.
+    pub fn reserve(&self, weight: usize) -> Reserve {
+        let n = self.share(weight);
+        let room = self.room.clone();
+        Box::pin(async move { room.acquire_many_owned(n).await.ok() })
+    }
+
+    /// Waits while the queue is full (a new turn starts only when there is room for more).
+    pub async fn not_full(&self) {
+        drop(self.room.acquire().await);
+    }
+
+    /// Room for a turn of `weight` bytes, if there is some now.
+    pub fn try_reserve(&self, weight: usize) -> Option<OwnedSemaphorePermit> {
+        self.room.clone().try_acquire_many_owned(self.share(weight)).ok()
+    }
+
+    /// Queues a turn in the room reserved for it.
+    pub fn send_reserved(&self, turn: Turn, room: Option<OwnedSemaphorePermit>) {
+        let _ = self.tx.send(Job::Turn(Box::new(turn), room));
+    }
+
+    /// Queues a turn once there is room for it.
+    pub async fn send(&self, turn: Turn) {
+        let room = self.reserve(turn.weight()).await;
+        self.send_reserved(turn, room);
+    }
+
+    /// The bytes of the turns queued and not yet written (at most the queue's size).
+    pub fn queued_bytes(&self) -> usize {
+        (self.capacity as usize).saturating_sub(self.room.available_permits())
     }
 
     /// Waits until every turn queued before this call is written.
@@ -259,15 +369,22 @@ pub fn write_turn(
 ) -> Result<(String, Option<PathBuf>), WriteError> {
     let parsed = match turn.parsed.take() {
         Some(p) => p,
-        None => route::parse(turn.api, &turn.body).map_err(WriteError::Body)?,
+        None => {
+            let body = turn.body.complete().map_err(|e| WriteError::Body(e.to_string()))?;
+            route::parse(turn.api, &body).map_err(WriteError::Body)?
+        }
     };
     let history = parsed.history;
     let session = session_id(turn.session_header.as_deref(), &history);
-    // Attempt 0 is the body as sent: its digest and estimate come from the parsed history.
+    // Attempt 0 is the body as sent: its size is the body's, its digest and estimate come from
+    // the parsed history.
+    let sent = turn.body.len() as u64;
+    let keyed = Keyed::of(&history);
     for s in &mut turn.steps {
-        if let EventBody::RequestSent { history_digest, estimated_tokens, .. } = &mut s.body {
+        if let EventBody::RequestSent { bytes, history_digest, estimated_tokens, .. } = &mut s.body {
             if history_digest.is_empty() {
-                *history_digest = digest(&history);
+                *bytes = sent;
+                history_digest.clone_from(&keyed.digest);
                 *estimated_tokens = crate::recover::Recovery::estimated_tokens(&history);
             }
         }
@@ -360,35 +477,18 @@ pub fn write_turn(
     }
     let s = session.as_str();
     let mut events = Vec::new();
-    let exists = match journal.version(s) {
-        Ok(_) => true,
-        Err(JournalError::NoSession(_)) => false,
+    let version = match journal.version(s) {
+        Ok(v) => Some(v),
+        Err(JournalError::NoSession(_)) => None,
         Err(e) => return Err(e.into()),
     };
-    if !exists {
-        let first = NewEvent::new(
-            event_id(s, &turn.started, 0),
-            turn.started,
-            EventBody::SessionStarted {
-                provider: Some(turn.api.provider().to_string()),
-                model: parsed.model.clone(),
-                context_window: None,
-                settings: options.settings.clone(),
-                cap: None,
-                invalid_settings: Vec::new(),
-            },
-        )
-        .with_history(HistoryChange::Append(history.clone()));
-        match journal.start_session(s, &title_of(&history), first) {
-            Ok(_) | Err(JournalError::SessionExists(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-    } else {
+    if let Some(version) = version {
         // The client resends the whole conversation: what is new is appended; a history that
-        // does not continue the journaled one (the client compacted, or edited) is spliced.
-        let head = journal.head(s)?.history;
-        let change = if history.starts_with(&head) {
-            let new = history[head.len()..].to_vec();
+        // does not continue the journaled one (the client compacted, or edited) is spliced. The
+        // journaled history is compared by its messages' keys, which the journal keeps at hand.
+        let head = journal.history_hashes(s, version)?;
+        let change = if keyed.messages.starts_with(&head) {
+            let new = history.get(head.len()..).unwrap_or_default().to_vec();
             (!new.is_empty()).then_some(HistoryChange::Append(new))
         } else {
             Some(HistoryChange::Set(history.clone()))
@@ -407,6 +507,24 @@ pub fn write_turn(
                 .with_history(change),
             );
         }
+    } else {
+        let first = NewEvent::new(
+            event_id(s, &turn.started, 0),
+            turn.started,
+            EventBody::SessionStarted {
+                provider: Some(turn.api.provider().to_string()),
+                model: parsed.model.clone(),
+                context_window: None,
+                settings: options.settings.clone(),
+                cap: None,
+                invalid_settings: Vec::new(),
+            },
+        )
+        .with_history(HistoryChange::Append(history.clone()));
+        match journal.start_session(s, &title_of(&history), first) {
+            Ok(_) | Err(JournalError::SessionExists(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     let mut error_index = None;
     for (i, st) in turn.steps.into_iter().enumerate() {
@@ -414,7 +532,7 @@ pub fn write_turn(
             error_index = Some(events.len());
         }
         events.push(
-            NewEvent::new(event_id(s, &st.ts, i + 1), st.ts, st.body)
+            NewEvent::new(event_id(s, &st.ts, i.saturating_add(1)), st.ts, st.body)
                 .with_history(st.change)
                 .with_blobs(st.blobs),
         );
@@ -467,6 +585,16 @@ mod tests {
     }
 
     #[test]
+    fn a_keyed_history_has_the_digest_of_its_json() {
+        let h =
+            [Message::system("S"), Message::user("a \"quoted\" ünïcode task\n"), Message::assistant("ok")];
+        for n in 0..=h.len() {
+            assert_eq!(Keyed::of(&h[..n]).digest, digest(&h[..n]));
+        }
+        assert_ne!(Keyed::of(&h[..1]).messages, Keyed::of(&h[1..2]).messages);
+    }
+
+    #[test]
     fn consecutive_turns_append_to_one_session() {
         let mut j = Journal::in_memory().expect("journal");
         let opts = WriterOptions { captures: None, settings: BTreeMap::new() };
@@ -496,6 +624,9 @@ mod tests {
         assert_eq!(s1, s2);
         let head = j.head(&s1).expect("head");
         assert_eq!(head.history.len(), 5);
+        // The writer compares histories by the keys the journal gives its messages.
+        let v = j.version(&s1).expect("version");
+        assert_eq!(j.history_hashes(&s1, v).expect("hashes"), Keyed::of(&head.history).messages);
         assert_eq!(head.history[4].content, "two");
         let kinds: Vec<String> = j.events(&s1, 0, 100).expect("events").into_iter().map(|e| e.kind).collect();
         assert_eq!(

@@ -1,15 +1,18 @@
-//! The HTTP side: accept a client request, relay it to the upstream (HTTP or HTTPS) unchanged,
-//! relay the response frame by frame while a parser reads along, and hand the turn to the writer.
-//! On a failure: classify, capture, and with `--recover` climb the ladder and retry.
+//! The HTTP side: accept a client request, relay it to the upstream (HTTP or HTTPS) unchanged and
+//! as it arrives (its frames kept by reference for the journal, [`crate::spool`]), relay the
+//! response frame by frame while a parser reads along, and hand the turn to the writer. On a
+//! failure: read the request whole, classify, capture, and with `--recover` climb the ladder and
+//! retry.
 
 use crate::assemble::Assembler;
-use crate::record::{Cut, Turn, Writer, SESSION_HEADER};
+use crate::record::{Cut, Reserve, Turn, Writer, SESSION_HEADER};
 use crate::recover::{Next, Recovery, Rejection};
 use crate::route::{self, Api};
+use crate::spool::{BodyError, Outgoing, Spool};
 use bytes::Bytes;
 use chrono::Utc;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 pub use hyper::Uri;
@@ -69,7 +72,7 @@ pub enum ProxyError {
 /// The body the proxy answers with.
 pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Outgoing>;
 
 struct State {
     options: Options,
@@ -237,24 +240,32 @@ async fn send(
     method: &hyper::Method,
     uri: &Uri,
     headers: &HeaderMap,
-    body: Bytes,
+    body: Outgoing,
 ) -> Result<Response<Incoming>, String> {
-    let mut req = Request::new(Full::new(body));
+    let mut req = Request::new(body);
     *req.method_mut() = method.clone();
     *req.uri_mut() = uri.clone();
     *req.headers_mut() = headers.clone();
     st.client.request(req).await.map_err(|e| error_chain(&e))
 }
 
+/// The proxy's own answer to a request body it could not relay: 413 over the cap, 400 when the
+/// client's connection failed while sending it.
+fn refused(e: &BodyError) -> Response<ProxyBody> {
+    let status = match e {
+        BodyError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        BodyError::Client(_) | BodyError::Unfinished => StatusCode::BAD_REQUEST,
+    };
+    plain(status, &format!("salvage proxy: request body: {e}"))
+}
+
 async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<ProxyBody>, ProxyError> {
     let started = Utc::now();
-    let (parts, body) = req.into_parts();
-    let body = match Limited::new(body, st.options.max_request_bytes).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return Ok(plain(StatusCode::PAYLOAD_TOO_LARGE, &format!("salvage proxy: request body: {e}")));
-        }
-    };
+    let (parts, incoming) = req.into_parts();
+    let max = st.options.max_request_bytes;
+    if incoming.size_hint().lower() > max as u64 {
+        return Ok(refused(&BodyError::TooLarge(max)));
+    }
     let uri = upstream_uri(&st.options.upstream, &parts.uri)?;
     let mut headers = parts.headers.clone();
     strip_hop_by_hop(&mut headers);
@@ -266,14 +277,25 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
     } else {
         None
     };
-    let (Some(api), Some(writer)) = (api, st.writer.clone()) else {
+    let turn_of = api.zip(st.writer.clone());
+    if let Some((_, w)) = &turn_of {
+        // A journal that fell behind holds new turns back rather than queueing without bound.
+        w.not_full().await;
+    }
+    // The body goes upstream as it arrives; a turn keeps its frames for the journal.
+    let (spool, body) = Spool::new(incoming, max, turn_of.is_some());
+    let Some((api, writer)) = turn_of else {
         // Not a turn (or no journal): relayed as it is.
-        return match send(&st, &parts.method, &uri, &headers, body).await {
+        return match send(&st, &parts.method, &uri, &headers, Outgoing::Relayed(spool)).await {
             Ok(resp) => Ok(relay(resp, None)),
-            Err(e) => Err(ProxyError::Transport(e)),
+            Err(e) => match body.failure() {
+                Some(b) => Ok(refused(&b)),
+                None => Err(ProxyError::Transport(e)),
+            },
         };
     };
-    let mut turn = Turn::new(api, body.clone(), started);
+    let mut spool = Some(spool);
+    let mut turn = Turn::relayed(api, body.clone(), started);
     turn.session_header = session_header;
     turn.client = parts
         .headers
@@ -288,18 +310,20 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
     );
     let mut recovery: Option<Recovery> = None;
     let mut session_key: Option<String> = None;
-    let mut outgoing = body.clone();
+    // The body of a retry (none: the client's, relayed).
+    let mut outgoing: Option<Bytes> = None;
     let mut attempt = 0u32;
     let mut pending: Option<(Rejection, Option<Response<ProxyBody>>)> = None;
     let mut continue_with_engine = false;
     loop {
-        // Attempt 0 is completed by the writer from the parsed body; a retry's record comes from
-        // the engine (when it is rejected) or from its request (when it is accepted).
+        // Attempt 0 is completed by the writer from the body (its size) and the parsed history;
+        // a retry's record comes from the engine (when it is rejected) or from its request (when
+        // it is accepted).
         if recovery.is_none() && pending.is_none() {
             turn.step(
                 EventBody::RequestSent {
                     attempt,
-                    bytes: outgoing.len() as u64,
+                    bytes: 0,
                     estimated_tokens: 0,
                     real_tokens: None,
                     history_digest: String::new(),
@@ -312,7 +336,15 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
         let (rejection, passthrough) = match pending.take() {
             Some(p) => p,
             None => {
-                let result = send(&st, &parts.method, &uri, &headers, outgoing.clone()).await;
+                let out = match (spool.take(), &outgoing) {
+                    (Some(s), None) => Outgoing::Relayed(s),
+                    (_, retry) => Outgoing::Whole(retry.clone()),
+                };
+                let result = send(&st, &parts.method, &uri, &headers, out).await;
+                if let Some(e) = body.failure() {
+                    // The client's body was over the cap or broke off: nothing was relayed whole.
+                    return Ok(refused(&e));
+                }
                 match result {
                     Ok(resp)
                         if resp.status().is_success()
@@ -333,7 +365,8 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
                             turn.response = Some(Assembler::new(api, sse));
                         }
                         if let Some(r) = &recovery {
-                            if let Some(e) = r.sent_step(outgoing.len() as u64) {
+                            let sent = outgoing.as_ref().map_or(0, Bytes::len) as u64;
+                            if let Some(e) = r.sent_step(sent) {
                                 turn.step(e, HistoryChange::None, Vec::new());
                             }
                             if let (Some(k), Ok(mut m)) = (&session_key, st.sessions.lock()) {
@@ -388,9 +421,14 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
         };
         // A failure: parse the request (once), classify, journal, capture, maybe recover.
         if turn.parsed.is_none() {
-            match route::parse(api, &body) {
-                Ok(p) => turn.parsed = Some(p),
-                Err(e) => (st.log)(&format!("request body not read as a history ({e}); relayed unrecorded")),
+            match body.read_whole(max).await {
+                Ok(whole) => match route::parse(api, &whole) {
+                    Ok(p) => turn.parsed = Some(p),
+                    Err(e) => {
+                        (st.log)(&format!("request body not read as a history ({e}); relayed unrecorded"))
+                    }
+                },
+                Err(e) => (st.log)(&format!("request body not read whole ({e}); relayed unrecorded")),
             }
         }
         let Some(parsed) = turn.parsed.clone() else {
@@ -406,7 +444,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
                 Ok(Next::Retry(b)) => {
                     attempt = r.attempts();
                     (st.log)(&format!("attempt {attempt}: retrying with {} bytes", b.len()));
-                    outgoing = Bytes::from(b);
+                    outgoing = Some(Bytes::from(b));
                     continue;
                 }
                 Ok(Next::GiveUp(why)) => (st.log)(&format!("recovery ended: {why}")),
@@ -415,7 +453,7 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
             if let (Some(k), Ok(mut m)) = (&session_key, st.sessions.lock()) {
                 m.insert(k.clone(), r.session());
             }
-            return finish_failure(turn, writer, passthrough, rejection);
+            return finish_failure(turn, writer, passthrough, rejection).await;
         }
         let c = classify(&FailureInput {
             status: rejection.status,
@@ -481,17 +519,17 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
             pending = Some((rejection, passthrough));
             continue;
         }
-        return finish_failure(turn, writer, passthrough, rejection);
+        return finish_failure(turn, writer, passthrough, rejection).await;
     }
 }
 
-fn finish_failure(
+async fn finish_failure(
     turn: Turn,
     writer: Writer,
     passthrough: Option<Response<ProxyBody>>,
     rejection: Rejection,
 ) -> Result<Response<ProxyBody>, ProxyError> {
-    writer.send(turn);
+    writer.send(turn).await;
     match passthrough {
         Some(r) => {
             let (mut p, b) = r.into_parts();
@@ -508,27 +546,71 @@ struct Finish {
     writer: Writer,
 }
 
+impl Finish {
+    /// Queues the turn from where no one can wait for room: on the runtime when there is one.
+    fn send_later(self) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move { self.writer.send(self.turn).await });
+            }
+            Err(_) => self.writer.send_reserved(self.turn, None),
+        }
+    }
+}
+
 fn relay(resp: Response<Incoming>, finish: Option<Finish>) -> Response<ProxyBody> {
     let (mut parts, body) = resp.into_parts();
     strip_hop_by_hop(&mut parts.headers);
     let body = match finish {
         None => body.boxed(),
-        Some(f) => Tee { inner: body, finish: Some(f) }.boxed(),
+        Some(f) => Tee { inner: body, finish: Some(f), room: None }.boxed(),
     };
     Response::from_parts(parts, body)
 }
 
 /// The response body as relayed: frames pass through as they arrive while the parser reads them.
+/// At the end the turn goes to the writer; when its queue is full, the end of the response waits
+/// for room (the client has every byte but the end of the stream).
 struct Tee {
     inner: Incoming,
     finish: Option<Finish>,
+    /// The wait for room (in a mutex only to make the body `Sync`; polled through `&mut`).
+    room: Option<Mutex<Reserve>>,
 }
 
 impl Tee {
-    fn done(&mut self, cut: Option<Cut>) {
-        if let Some(mut f) = self.finish.take() {
-            f.turn.cut = cut;
-            f.writer.send(f.turn);
+    /// The response ended (`cut`: or broke off): queue the turn now if there is room.
+    fn ended(&mut self, cut: Option<Cut>) -> bool {
+        let Some(f) = self.finish.as_mut() else { return true };
+        f.turn.cut = cut;
+        let weight = f.turn.weight();
+        match f.writer.try_reserve(weight) {
+            Some(room) => {
+                if let Some(f) = self.finish.take() {
+                    f.writer.send_reserved(f.turn, Some(room));
+                }
+                true
+            }
+            None => {
+                self.room = Some(Mutex::new(f.writer.reserve(weight)));
+                false
+            }
+        }
+    }
+
+    /// Waits for room for the turn, then queues it.
+    fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(room) = self.room.as_mut() else { return Poll::Ready(()) };
+        let room = room.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match room.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(room) => {
+                self.room = None;
+                if let Some(f) = self.finish.take() {
+                    f.writer.send_reserved(f.turn, room);
+                }
+                Poll::Ready(())
+            }
         }
     }
 }
@@ -542,32 +624,45 @@ impl Body for Tee {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let this = &mut *self;
+        if this.room.is_some() {
+            return this.poll_room(cx).map(|()| None);
+        }
+        if this.finish.is_none() {
+            return Poll::Ready(None);
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let (Some(d), Some(f)) = (frame.data_ref(), this.finish.as_mut()) {
                     if let Some(a) = f.turn.response.as_mut() {
-                        a.feed(d);
+                        a.feed_bytes(d);
                     }
                 }
                 if this.inner.is_end_stream() {
-                    this.done(None);
+                    // Queued now when there is room; otherwise the next poll waits for it.
+                    this.ended(None);
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
-                this.done(Some(Cut::Upstream(error_chain(&e))));
+                if let Some(mut f) = this.finish.take() {
+                    f.turn.cut = Some(Cut::Upstream(error_chain(&e)));
+                    f.send_later();
+                }
                 Poll::Ready(Some(Err(e)))
             }
             Poll::Ready(None) => {
-                this.done(None);
-                Poll::Ready(None)
+                if this.ended(None) {
+                    Poll::Ready(None)
+                } else {
+                    this.poll_room(cx).map(|()| None)
+                }
             }
             Poll::Pending => Poll::Pending,
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.finish.is_none() && self.room.is_none() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -577,8 +672,13 @@ impl Body for Tee {
 
 impl Drop for Tee {
     fn drop(&mut self) {
-        let cut = if self.inner.is_end_stream() { None } else { Some(Cut::Client) };
-        self.done(cut);
+        if let Some(mut f) = self.finish.take() {
+            // Gone before the end: the client left (a turn whose room was being waited for ended).
+            if self.room.is_none() && !self.inner.is_end_stream() {
+                f.turn.cut = Some(Cut::Client);
+            }
+            f.send_later();
+        }
     }
 }
 
