@@ -25,6 +25,7 @@ pub mod escalation;
 pub mod gate;
 pub mod ladder;
 pub mod microcompact;
+pub mod notices;
 pub mod pairing;
 pub mod payload;
 pub mod recoverable;
