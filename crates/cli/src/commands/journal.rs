@@ -212,9 +212,10 @@ fn problem(e: JournalError) -> Failure {
 }
 
 /// Runs the command.
-pub fn run(args: Args, out: &mut Output) -> Outcome {
+pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Outcome {
+    let now = crate::commands::now(clock);
     if let Sub::Import { from, file, session, json } = args.command {
-        return import(&args.db, from, &file, session, json, out);
+        return import(&args.db, from, &file, session, json, now, out);
     }
     // Only rewind, checkpoint, delete, prune and redact write; every other subcommand opens the
     // file read-only.
@@ -231,7 +232,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
     match args.command {
         Sub::Sessions { json, since, outcome, title } => {
             let filter = SessionFilter {
-                since: since.as_deref().map(|w| when("--since", w)).transpose()?,
+                since: since.as_deref().map(|w| when("--since", w, now)).transpose()?,
                 outcome: outcome.map(|o| checked_outcome(&o)).transpose()?,
                 title,
             };
@@ -326,8 +327,8 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                     "--to {to}: event {head} is the current head of session {session}; a rewind to it changes nothing"
                 )));
             }
-            let id = format!("rewind-{}-{}", session, chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
-            let a = j.rewind(&session, target, "rewind", &id, chrono::Utc::now()).map_err(problem)?;
+            let id = format!("rewind-{}-{}", session, now.timestamp_nanos_opt().unwrap_or(0));
+            let a = j.rewind(&session, target, "rewind", &id, now).map_err(problem)?;
             out.line(&format!(
                 "event {}: rewound to event {target} (undo with `salvage journal rewind {} --to {}`)",
                 a.seq,
@@ -337,7 +338,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
         }
         Sub::Checkpoint { session, name } => {
             let session = resolve(&j, &session)?;
-            let seq = crate::commands::journal_points::checkpoint(&mut j, &session, &name)?;
+            let seq = crate::commands::journal_points::checkpoint(&mut j, &session, &name, now)?;
             out.line(&format!(
                 "event {seq}: checkpoint {name:?} (rewind to it with `salvage journal rewind {session} --to {name}`)"
             ))?;
@@ -372,7 +373,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
         }
         Sub::Delete { sessions, json } => {
             let ids = sessions.iter().map(|s| resolve(&j, s)).collect::<Result<Vec<_>, _>>()?;
-            crate::commands::journal_delete::delete(&mut j, &ids, "delete", json, out)?;
+            crate::commands::journal_delete::delete(&mut j, &ids, "delete", now, json, out)?;
         }
         Sub::Prune { before, outcome, title, keep, dry_run, json } => {
             if before.is_none() && outcome.is_none() && title.is_none() && keep.is_none() {
@@ -381,13 +382,13 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 ));
             }
             let plan = crate::commands::journal_delete::PrunePlan {
-                before: before.as_deref().map(|w| when("--before", w)).transpose()?,
+                before: before.as_deref().map(|w| when("--before", w, now)).transpose()?,
                 outcome: outcome.map(|o| checked_outcome(&o)).transpose()?,
                 title,
                 keep,
                 dry_run,
             };
-            crate::commands::journal_delete::prune(&mut j, &plan, json, out)?;
+            crate::commands::journal_delete::prune(&mut j, &plan, now, json, out)?;
         }
         Sub::Verify { session, json } => {
             let session = session.map(|s| resolve(&j, &s)).transpose()?;
@@ -483,7 +484,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             }
         }
         Sub::Redact { session, message, at, index, whole } => {
-            redact(&mut j, &session, &message, at, index, whole, out)?;
+            redact(&mut j, &session, &message, at.map(|a| (a, index)), whole, now, out)?;
         }
     }
     Ok(())
@@ -495,15 +496,15 @@ fn redact(
     j: &mut Journal,
     session: &str,
     message: &[String],
-    at: Option<u64>,
-    index: Option<usize>,
+    at: Option<(u64, Option<usize>)>,
     whole: bool,
+    now: chrono::DateTime<chrono::Utc>,
     out: &mut Output,
 ) -> Outcome {
     use salvage_journal::state::hex;
     let head = j.version(session).map_err(problem)?;
     let mut chosen: Vec<[u8; 32]> = Vec::new();
-    if let Some(seq) = at {
+    if let Some((seq, index)) = at {
         let picked = match index {
             Some(i) => {
                 let h = j.history_hashes(session, seq).map_err(problem)?;
@@ -565,7 +566,6 @@ fn redact(
         }
         redactions.push((*h, m));
     }
-    let now = chrono::Utc::now();
     let body = salvage_types::event::EventBody::Redaction {
         keys: chosen.iter().map(|h| format!("message:{}", hex(h))).collect(),
         counts: counts.clone(),
@@ -599,6 +599,7 @@ fn import(
     file: &std::path::Path,
     session: Option<String>,
     json: bool,
+    now: chrono::DateTime<chrono::Utc>,
     out: &mut Output,
 ) -> Outcome {
     let name = file.display().to_string();
@@ -627,7 +628,7 @@ fn import(
         model: read.model.clone(),
     };
     let mut j = Journal::from_store(db.open()?);
-    let done = j.import_steps(&src, &read.steps, chrono::Utc::now()).map_err(problem)?;
+    let done = j.import_steps(&src, &read.steps, now).map_err(problem)?;
     if json {
         out.json(&json!({"session": id, "import": done, "report": read.report}))?;
     } else {
@@ -652,7 +653,7 @@ fn import(
 
 /// A time given as RFC 3339, a date (`2026-12-01`), or an age (`90m`, `2h`, `7d`, `2w`) counted
 /// back from now, as the RFC 3339 text the journal stores.
-pub fn when(flag: &str, text: &str) -> Result<String, Failure> {
+pub fn when(flag: &str, text: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String, Failure> {
     let t = text.trim();
     if let Ok(d) = chrono::DateTime::parse_from_rfc3339(t) {
         return Ok(salvage_journal::rfc3339(&d.with_timezone(&chrono::Utc)));
@@ -670,7 +671,7 @@ pub fn when(flag: &str, text: &str) -> Result<String, Failure> {
         _ => None,
     });
     match secs {
-        Some(s) => Ok(salvage_journal::rfc3339(&(chrono::Utc::now() - chrono::Duration::seconds(s)))),
+        Some(s) => Ok(salvage_journal::rfc3339(&(now - chrono::Duration::seconds(s)))),
         None => Err(Failure::Input(format!(
             "{flag}: {text:?} is not a time (RFC 3339, a date such as 2026-12-01, or an age such as 2h or 7d)"
         ))),

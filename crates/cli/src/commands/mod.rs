@@ -15,3 +15,11 @@ pub mod proxy;
 pub mod recall;
 pub mod replay;
 pub mod report;
+
+use chrono::{DateTime, Utc};
+use salvage_types::Clock;
+
+/// "Now" from the injected clock (commands never read the wall clock themselves).
+pub fn now(clock: &dyn Clock) -> DateTime<Utc> {
+    DateTime::<Utc>::from(clock.now())
+}
