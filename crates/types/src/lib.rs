@@ -25,7 +25,6 @@ pub mod message;
 pub mod names;
 pub mod timeline;
 pub mod truncate;
-pub mod vectors;
 pub mod weight;
 
 pub use bytesize::{format_bytes, ByteSize};
