@@ -73,7 +73,7 @@ pub enum CcrError {
     },
     /// Compression failed.
     #[error("ccr put: compression failed: {0}")]
-    Compress(std::io::Error),
+    Compress(#[source] std::io::Error),
 }
 
 fn sql(op: &'static str) -> impl FnOnce(rusqlite::Error) -> CcrError {

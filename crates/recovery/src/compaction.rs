@@ -430,7 +430,7 @@ fn summarize(
     let Some(text) = text else { return Ok(None) };
     // The not-yet-extracted segment goes to memory before it is replaced.
     io.memory.flush(segment);
-    let transcript = serde_json::to_vec(segment).map_err(|e| ArchiveError(e.to_string()))?;
+    let transcript = serde_json::to_vec(segment).map_err(ArchiveError::from)?;
     let mut content = format!("{}\n\n{}", summary_header(segment.len()), text.trim());
     if let Some(k) = io.archiver.put(&transcript)? {
         content.push_str(&format!(
@@ -457,7 +457,7 @@ fn summarize(
     if !removed.is_empty() {
         // Orphans the repair removes stay recallable (section 6): the summary carries the marker
         // of their transcript.
-        let transcript = serde_json::to_vec(&removed).map_err(|e| ArchiveError(e.to_string()))?;
+        let transcript = serde_json::to_vec(&removed).map_err(ArchiveError::from)?;
         if let Some(k) = io.archiver.put(&transcript)? {
             content.push('\n');
             content.push_str(&crate::ladder::dropped_line(&k.marker()));

@@ -175,7 +175,7 @@ pub fn apply(
                 // stay recallable (section 6).
                 let mut notice = COMPACTION_NOTICE.to_string();
                 if ctx.archiver.enabled() {
-                    let transcript = serde_json::to_vec(&orphans).map_err(|e| ArchiveError(e.to_string()))?;
+                    let transcript = serde_json::to_vec(&orphans).map_err(ArchiveError::from)?;
                     if let Some(k) = ctx.archiver.put(&transcript)? {
                         notice.push('\n');
                         notice.push_str(&dropped_line(&k.marker()));
@@ -326,7 +326,7 @@ pub(crate) fn keep_last(
     if dropped > 0 {
         let mut notice = COMPACTION_NOTICE.to_string();
         if archiver.enabled() {
-            let transcript = serde_json::to_vec(&dropped_msgs).map_err(|e| ArchiveError(e.to_string()))?;
+            let transcript = serde_json::to_vec(&dropped_msgs).map_err(ArchiveError::from)?;
             if let Some(k) = archiver.put(&transcript)? {
                 notice.push('\n');
                 notice.push_str(&dropped_line(&k.marker()));

@@ -28,9 +28,10 @@ pub enum ReplayError {
     /// The journal failed.
     #[error(transparent)]
     Journal(#[from] JournalError),
-    /// Archiving failed.
-    #[error("{0}")]
-    Archive(String),
+    /// An original archived in memory during the run was gone when its event came to store it
+    /// (the short key).
+    #[error("blob {0} vanished")]
+    Vanished(String),
     /// The turn engine stopped.
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -193,7 +194,7 @@ impl Driver<'_> {
                 let bytes = self.mem.borrow().get(&k.short()).or_else(|| ccr.get(&k.short()).ok());
                 match bytes {
                     Some(b) => archive.push(b),
-                    None => return Err(ReplayError::Archive(format!("blob {} vanished", k.short()))),
+                    None => return Err(ReplayError::Vanished(k.short())),
                 }
                 self.flushed.insert(*k);
             }
