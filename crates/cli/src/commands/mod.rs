@@ -10,6 +10,7 @@ pub mod import;
 pub mod journal;
 pub mod journal_delete;
 pub mod journal_diff;
+pub mod journal_export;
 pub mod journal_points;
 pub mod proxy;
 pub mod recall;
