@@ -2,7 +2,7 @@
 
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
-use crate::output::{table, write_atomic, Output};
+use crate::output::{table, Output};
 use crate::terminal::{escape, shell_quote};
 use salvage_journal::lookup::SessionFilter;
 use salvage_journal::{Journal, JournalError};
