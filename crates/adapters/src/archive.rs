@@ -12,7 +12,7 @@ pub struct CcrArchive<'c> {
 
 impl Archive for CcrArchive<'_> {
     fn put(&mut self, bytes: &[u8]) -> Result<CcrKey, ArchiveError> {
-        self.ccr.put(bytes).map(|p| p.key).map_err(|e| ArchiveError(e.to_string()))
+        self.ccr.put(bytes).map(|p| p.key).map_err(ArchiveError::store)
     }
 
     fn get(&self, short: &str) -> Option<Vec<u8>> {

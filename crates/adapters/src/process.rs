@@ -7,36 +7,46 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The most a child's standard output may carry (64 MiB); beyond it the run fails instead of
+/// holding it all in memory.
+pub const MAX_STDOUT_BYTES: u64 = 64 << 20;
+/// The most of a child's standard error kept for the message.
+const MAX_STDERR_BYTES: u64 = 64 << 10;
+/// How often a run waiting for its child looks at the cancellation flag.
+const CANCEL_SLICE: Duration = Duration::from_millis(50);
+
 /// How a bounded run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The program could not be started.
-    Spawn(String),
+    /// The program could not be started, or waiting for it failed.
+    #[error("cannot start: {0}")]
+    Spawn(#[source] std::io::Error),
     /// It ran past the timeout and was killed.
+    #[error("timed out after {} ms", .0.as_millis())]
     Timeout(Duration),
-    /// It exited unsuccessfully.
+    /// It exited unsuccessfully (its exit code, or none for a signal; the head of its stderr).
+    #[error("exited with {}: {}", .0.map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()), .1.trim())]
     Exit(Option<i32>, String),
+    /// It wrote more than the limit on standard output.
+    #[error("wrote more than {0} bytes on standard output")]
+    OutputTooLarge(u64),
     /// Cancelled.
+    #[error("cancelled")]
     Cancelled,
 }
 
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Spawn(e) => write!(f, "cannot start: {e}"),
-            RunError::Timeout(d) => write!(f, "timed out after {} ms", d.as_millis()),
-            RunError::Exit(code, err) => write!(
-                f,
-                "exited with {}: {}",
-                code.map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
-                err.trim()
-            ),
-            RunError::Cancelled => write!(f, "cancelled"),
-        }
-    }
+/// Reads at most `limit` bytes of `r` and drains the rest (so the writer never blocks); the
+/// second value is true when there was more.
+fn read_bounded(r: Option<impl Read>, limit: u64) -> (Vec<u8>, bool) {
+    let mut buf = Vec::new();
+    let Some(mut r) = r else { return (buf, false) };
+    let _ = r.by_ref().take(limit).read_to_end(&mut buf);
+    let more = std::io::copy(&mut r, &mut std::io::sink()).map(|n| n > 0).unwrap_or(false);
+    (buf, more)
 }
 
-/// Runs `sh -c command` with `stdin` piped in and `env` set, killing it after `timeout`.
+/// Runs `sh -c command` with `stdin` piped in and `env` set, killing it after `timeout`. Its
+/// standard output is bounded by [`MAX_STDOUT_BYTES`].
 pub fn run_shell(
     command: &str,
     stdin: &[u8],
@@ -44,12 +54,13 @@ pub fn run_shell(
     timeout: Duration,
     cancel: Option<&Cancel>,
 ) -> Result<Vec<u8>, RunError> {
+    use wait_timeout::ChildExt;
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().map_err(|e| RunError::Spawn(e.to_string()))?;
+    let mut child = cmd.spawn().map_err(RunError::Spawn)?;
     let input = stdin.to_vec();
     let mut sin = child.stdin.take();
     let writer = std::thread::spawn(move || {
@@ -57,46 +68,40 @@ pub fn run_shell(
             let _ = s.write_all(&input);
         }
     });
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_end(&mut buf);
-        }
-        buf
-    });
-    let ereader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.take(64 * 1024).read_to_end(&mut buf);
-        }
-        buf
-    });
+    let out = child.stdout.take();
+    let err = child.stderr.take();
+    let reader = std::thread::spawn(move || read_bounded(out, MAX_STDOUT_BYTES));
+    let ereader = std::thread::spawn(move || read_bounded(err, MAX_STDERR_BYTES).0);
     let start = Instant::now();
+    let stop = |child: &mut std::process::Child, e: RunError| {
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(e)
+    };
     let status = loop {
-        match child.try_wait() {
+        let left = timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return stop(&mut child, RunError::Timeout(timeout));
+        }
+        // Without a cancellation flag there is nothing to look at meanwhile: one wait.
+        let slice = if cancel.is_some() { left.min(CANCEL_SLICE) } else { left };
+        match child.wait_timeout(slice) {
             Ok(Some(s)) => break s,
             Ok(None) => {}
-            Err(e) => return Err(RunError::Spawn(e.to_string())),
+            Err(e) => return stop(&mut child, RunError::Spawn(e)),
         }
         if cancel.is_some_and(Cancel::is_cancelled) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(RunError::Cancelled);
+            return stop(&mut child, RunError::Cancelled);
         }
-        if start.elapsed() >= timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(RunError::Timeout(timeout));
-        }
-        std::thread::sleep(Duration::from_millis(5));
     };
     let _ = writer.join();
-    let stdout = reader.join().unwrap_or_default();
+    let (stdout, more) = reader.join().unwrap_or_default();
     let stderr = ereader.join().unwrap_or_default();
     if !status.success() {
         return Err(RunError::Exit(status.code(), String::from_utf8_lossy(&stderr).to_string()));
+    }
+    if more {
+        return Err(RunError::OutputTooLarge(MAX_STDOUT_BYTES));
     }
     Ok(stdout)
 }

@@ -249,3 +249,43 @@ fn command_and_http_hooks_run_and_failures_never_block() {
     assert!(req.starts_with("POST /hook"), "{req}");
     assert!(req.contains("\"outcome\":\"skipped\""));
 }
+
+#[test]
+fn run_shell_bounds_stdout_keeps_the_spawn_error_and_cancels() {
+    use salvage_adapters::process::{run_shell, RunError, MAX_STDOUT_BYTES};
+    // More than the bound on stdout: refused, and the child still finishes (it is drained).
+    let over = format!("head -c {} /dev/zero", MAX_STDOUT_BYTES + 1);
+    match run_shell(&over, b"", &[], Duration::from_secs(60), None) {
+        Err(RunError::OutputTooLarge(n)) => assert_eq!(n, MAX_STDOUT_BYTES),
+        other => panic!("expected OutputTooLarge, got {:?}", other.map(|v| v.len())),
+    }
+    // Exactly the bound is fine.
+    let at = format!("head -c {MAX_STDOUT_BYTES} /dev/zero");
+    let out = run_shell(&at, b"", &[], Duration::from_secs(60), None).unwrap();
+    assert_eq!(out.len() as u64, MAX_STDOUT_BYTES);
+    // Stdin reaches the program and its output comes back.
+    assert_eq!(run_shell("cat", b"ping", &[], Duration::from_secs(10), None).unwrap(), b"ping");
+    // A cancelled run stops long before its timeout.
+    let cancel = Cancel::new();
+    cancel.cancel();
+    let t = std::time::Instant::now();
+    let e = run_shell("sleep 30", b"", &[], Duration::from_secs(60), Some(&cancel)).unwrap_err();
+    assert!(matches!(e, RunError::Cancelled), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(20));
+    // A timeout kills the child.
+    let e = run_shell("sleep 30", b"", &[], Duration::from_millis(200), None).unwrap_err();
+    assert!(matches!(e, RunError::Timeout(_)), "{e}");
+    assert_eq!(e.to_string(), "timed out after 200 ms");
+    // A failing exit keeps its code and stderr.
+    let e = run_shell("echo nope >&2; exit 3", b"", &[], Duration::from_secs(10), None).unwrap_err();
+    assert_eq!(e.to_string(), "exited with 3: nope");
+}
+
+#[test]
+fn a_spawn_failure_keeps_the_io_error_as_its_source() {
+    use salvage_adapters::process::RunError;
+    let e = RunError::Spawn(std::io::Error::new(std::io::ErrorKind::NotFound, "no sh"));
+    let source = std::error::Error::source(&e).expect("a source");
+    assert_eq!(source.to_string(), "no sh");
+    assert_eq!(e.to_string(), "cannot start: no sh");
+}

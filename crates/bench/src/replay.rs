@@ -33,6 +33,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
                 &make,
                 &quiet,
                 salvage_recovery::ladder::RUNG3_KEEP,
+                &salvage_types::SystemClock,
             );
         },
         || {
@@ -43,6 +44,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
                 &make,
                 &quiet,
                 salvage_recovery::ladder::RUNG3_KEEP,
+                &salvage_types::SystemClock,
             );
         },
     );
@@ -96,6 +98,7 @@ pub fn child_peak(file: &std::path::Path) -> anyhow::Result<()> {
         &make,
         &|_, _, _| {},
         salvage_recovery::ladder::RUNG3_KEEP,
+        &salvage_types::SystemClock,
     )
     .map_err(anyhow::Error::msg)?;
     drop(reports);

@@ -161,6 +161,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
                 start: ts(0),
                 session: "s".into(),
                 rung3_keep: ladder::RUNG3_KEEP,
+                clock: &salvage_types::SystemClock,
             };
             std::hint::black_box(salvage_replay::driver::replay(&capture, &mut j, opts).ok());
         });

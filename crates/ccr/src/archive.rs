@@ -2,6 +2,8 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 use salvage_types::ccr_key::{CcrKey, KeyPrefix, KeyPrefixError, MARKER_HEX_LEN};
+// The clock is the vocabulary's (defined once in salvage-types), re-exported for callers of `Ccr::new`.
+pub use salvage_types::clock::{Clock, SystemClock};
 use std::cell::RefCell;
 use std::time::Duration;
 
@@ -16,25 +18,6 @@ const ACCESS_GRANULARITY_MS: i64 = 3_600_000;
 
 const CODEC_RAW: i64 = 0;
 const CODEC_ZSTD: i64 = 1;
-
-/// The source of "now" (injected, so tests and replays are deterministic).
-pub trait Clock {
-    /// Milliseconds since the Unix epoch.
-    fn now_ms(&self) -> i64;
-}
-
-/// The system clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0)
-    }
-}
 
 /// Why an archive operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,7 +73,7 @@ pub enum CcrError {
     },
     /// Compression failed.
     #[error("ccr put: compression failed: {0}")]
-    Compress(std::io::Error),
+    Compress(#[source] std::io::Error),
 }
 
 fn sql(op: &'static str) -> impl FnOnce(rusqlite::Error) -> CcrError {

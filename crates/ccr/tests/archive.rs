@@ -4,18 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use rusqlite::params;
-use salvage_ccr::{Ccr, CcrError, Clock, Retention};
+use salvage_ccr::{Ccr, CcrError, Retention};
 use salvage_store::{Options, Store};
 use salvage_types::CcrKey;
-use std::cell::Cell;
+use salvage_types::FixedClock;
 use std::time::Duration;
-
-struct FakeClock(Cell<i64>);
-impl Clock for FakeClock {
-    fn now_ms(&self) -> i64 {
-        self.0.get()
-    }
-}
 
 fn text(n: usize, seed: u64) -> Vec<u8> {
     // Realistic-ish text: words from a small vocabulary chosen by a xorshift generator.
@@ -62,7 +55,7 @@ fn open(dir: &tempfile::TempDir) -> Store {
 fn put_is_idempotent_and_get_returns_the_original() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
-    let clock = FakeClock(Cell::new(1_000));
+    let clock = FixedClock::at_ms(1_000);
     let ccr = Ccr::new(store.conn(), &clock);
     let original = text(50_000, 7);
     let a = ccr.put(&original).unwrap();
@@ -93,7 +86,7 @@ fn put_is_idempotent_and_get_returns_the_original() {
 fn a_flipped_byte_anywhere_is_detected_by_get_and_verify() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
-    let clock = FakeClock(Cell::new(1_000));
+    let clock = FixedClock::at_ms(1_000);
     let ccr = Ccr::new(store.conn(), &clock);
     for (content, label) in [
         (text(20_000, 3), "zstd"),
@@ -144,7 +137,7 @@ fn a_flipped_byte_anywhere_is_detected_by_get_and_verify() {
 fn a_shared_marker_prefix_is_reported_never_merged() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
-    let clock = FakeClock(Cell::new(1_000));
+    let clock = FixedClock::at_ms(1_000);
     let ccr = Ccr::new(store.conn(), &clock);
     let a = ccr.put(&text(1000, 1)).unwrap().key;
     // Forge a second blob whose key shares the 16-hex prefix but differs after it.
@@ -172,15 +165,15 @@ fn a_shared_marker_prefix_is_reported_never_merged() {
 fn retention_spares_referenced_and_young_blobs_and_evicts_lru_first() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
-    let clock = FakeClock(Cell::new(0));
+    let clock = FixedClock::at_ms(0);
     let ccr = Ccr::new(store.conn(), &clock);
     let mut keys = Vec::new();
     for i in 0..6u64 {
-        clock.0.set(i64::try_from(i).unwrap() * 10_000_000);
+        clock.set_ms(i64::try_from(i).unwrap() * 10_000_000);
         keys.push(ccr.put(&text(10_000, i + 100)).unwrap().key);
     }
     ccr.reference(&keys[0], "session:a").unwrap();
-    clock.0.set(60_000_000);
+    clock.set_ms(60_000_000);
     let each = ccr.stats().unwrap().stored_bytes / 6;
     // Capacity for ~3 blobs: evicts the least recently used unreferenced ones (1, 2, 3) but never 0.
     let policy = Retention {
@@ -198,7 +191,7 @@ fn retention_spares_referenced_and_young_blobs_and_evicts_lru_first() {
     }
     // Age: blob 4 (put at 40M) and 5 (put at 50M) are not accessed since; at 200M with a 120M
     // max age both go except a young one inside the grace period.
-    clock.0.set(200_000_000);
+    clock.set_ms(200_000_000);
     let young = ccr.put(b"written by a writer still in flight -- keep me around please").unwrap().key;
     let r = ccr
         .gc(&Retention {
@@ -216,7 +209,7 @@ fn retention_spares_referenced_and_young_blobs_and_evicts_lru_first() {
 fn redaction_clears_content_and_keeps_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
-    let clock = FakeClock(Cell::new(5));
+    let clock = FixedClock::at_ms(5);
     let ccr = Ccr::new(store.conn(), &clock);
     let k = ccr.put(b"AKIAIOSFODNN7EXAMPLE is the key, do not leak it anywhere at all").unwrap().key;
     assert_eq!(ccr.redact(&k.short()).unwrap(), k);
@@ -306,13 +299,13 @@ fn grace_runs_from_each_write_not_from_an_earlier_time() {
     // grace period starts over at that write, so a concurrent gc does not evict it.
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
-    let clock = FakeClock(Cell::new(0));
+    let clock = FixedClock::at_ms(0);
     let ccr = Ccr::new(store.conn(), &clock);
     let old = ccr.put(&text(5_000, 7)).unwrap().key;
     let other = ccr.put(&text(5_000, 8)).unwrap().key;
-    clock.0.set(10_000_000);
+    clock.set_ms(10_000_000);
     assert!(!ccr.put(&text(5_000, 7)).unwrap().inserted);
-    clock.0.set(10_000_000 + 30_000);
+    clock.set_ms(10_000_000 + 30_000);
     let policy = Retention { max_bytes: Some(0), grace: Duration::from_secs(60), ..Retention::default() };
     let r = ccr.gc(&policy).unwrap();
     assert_eq!(r.evicted, 1);

@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use salvage_ccr::recall::{extract_keys, is_recall_tool};
-use salvage_types::{vectors, CcrKey};
+use salvage_testkit::vectors;
+use salvage_types::CcrKey;
 
 #[test]
 fn recall_vectors() {

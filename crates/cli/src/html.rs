@@ -4,10 +4,11 @@
 //! rewrites show as diffs (messages dropped, stubbed, added, with sizes), markers expand to their
 //! archived content, and rewinds show the branch they abandoned.
 
-use salvage_ccr::{Ccr, SystemClock};
+use salvage_ccr::Ccr;
 use salvage_journal::history_diff::{diff_histories, HistoryDiff};
 use salvage_journal::{Journal, StoredEvent};
 use salvage_types::event::EventBody;
+use salvage_types::Clock;
 use salvage_types::{format_bytes, Message};
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
@@ -103,7 +104,12 @@ pub fn session_row(j: &Journal, session: &str) -> Result<CorpusRow, String> {
 }
 
 /// The whole page.
-pub fn render(title: &str, rows: &[CorpusRow], journal: Option<&Journal>) -> Result<String, String> {
+pub fn render(
+    title: &str,
+    rows: &[CorpusRow],
+    journal: Option<&Journal>,
+    clock: &dyn Clock,
+) -> Result<String, String> {
     let mut h = String::new();
     let passed = rows.iter().filter(|r| r.passed).count();
     let _ = write!(
@@ -175,7 +181,7 @@ pub fn render(title: &str, rows: &[CorpusRow], journal: Option<&Journal>) -> Res
     if let Some(j) = journal {
         for (i, r) in rows.iter().enumerate() {
             if let Some(s) = &r.session {
-                session_section(&mut h, j, s, &anchor(i), r)?;
+                session_section(&mut h, j, s, &anchor(i), r, clock)?;
             }
         }
     }
@@ -198,6 +204,7 @@ fn session_section(
     session: &str,
     id: &str,
     row: &CorpusRow,
+    clock: &dyn Clock,
 ) -> Result<(), String> {
     let err = |e: salvage_journal::JournalError| e.to_string();
     let events = j.events(session, 0, usize::MAX >> 1).map_err(err)?;
@@ -263,7 +270,7 @@ fn session_section(
         h.push_str("</div>\n");
     }
     h.push_str("<ol class=\"timeline\">\n");
-    let ccr = Ccr::new(j.conn(), &SystemClock);
+    let ccr = Ccr::new(j.conn(), clock);
     for e in &events {
         let dead = abandoned.contains(&e.seq);
         let _ = write!(

@@ -72,17 +72,19 @@ fn main() -> ExitCode {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let mut out = output::Output::stdout();
+    // The one wall clock; every command that needs "now" is handed it.
+    let clock = salvage_types::SystemClock;
     let result = match cli.command {
-        Command::Replay(a) => commands::replay::run(a, &env, &mut out),
+        Command::Replay(a) => commands::replay::run(a, &env, &clock, &mut out),
         Command::Config(a) => commands::config::run(a, &env, &mut out),
         Command::Import(a) => commands::import::run(*a, &env, &mut out),
-        Command::Recall(a) => commands::recall::run(a, &env, &mut out),
-        Command::Ccr(a) => commands::ccr::run(a, &mut out),
-        Command::Journal(a) => commands::journal::run(a, &mut out),
+        Command::Recall(a) => commands::recall::run(a, &env, &clock, &mut out),
+        Command::Ccr(a) => commands::ccr::run(a, &clock, &mut out),
+        Command::Journal(a) => commands::journal::run(a, &clock, &mut out),
         Command::Generate(a) => commands::generate::run(a, &mut out),
         Command::Classify(a) => commands::classify::run(a, &mut out),
-        Command::Apply(a) => commands::apply::run(a, &env, &mut out),
-        Command::Report(a) => commands::report::run(a, &mut out),
+        Command::Apply(a) => commands::apply::run(a, &env, &clock, &mut out),
+        Command::Report(a) => commands::report::run(a, &clock, &mut out),
         Command::Completions(a) => commands::completions::run(a, Cli::command(), &mut out),
         Command::Man(a) => commands::completions::man(a, Cli::command(), &mut out),
         Command::Proxy(a) => commands::proxy::run(*a, &env, &mut out),

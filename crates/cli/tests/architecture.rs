@@ -17,6 +17,9 @@ use std::process::Command;
 /// Each workspace crate and the salvage crates it points at directly.
 const ARROWS: &[(&str, &[&str])] = &[
     ("salvage-types", &[]),
+    // Test support (the vectors loader reads the environment and files): a dev-dependency only,
+    // so no crate has an arrow to it.
+    ("salvage-testkit", &[]),
     ("salvage-store", &[]),
     // The design lets ccr reach store; today ccr borrows a `rusqlite::Connection` the caller
     // opened and names nothing of store, so its Cargo.toml has no such line.
@@ -141,6 +144,11 @@ fn the_checker_fails_on_a_forbidden_arrow() {
     for (got, want) in v.iter().zip(expected) {
         assert!(got.starts_with(want), "{got:?} should start with {want:?}");
     }
+    // Test support is a dev-dependency only: as a normal dependency it is a violation.
+    let kit = graph(&[("salvage-replay", &["salvage-testkit"]), ("salvage-types", &["salvage-testkit"])]);
+    let v = violations(ARROWS, &kit);
+    assert_eq!(v.len(), 2, "{v:#?}");
+    assert!(v.iter().all(|l| l.contains("must not depend on salvage-testkit")), "{v:#?}");
 }
 
 #[test]

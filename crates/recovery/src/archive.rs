@@ -3,11 +3,61 @@
 
 use salvage_types::CcrKey;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Why archiving failed (the rung then fails instead of losing content).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("archive: {0}")]
-pub struct ArchiveError(pub String);
+/// The error of the store behind an [`Archive`] (shared, so errors stay `Clone`).
+pub type StoreSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why archiving failed (the rung then fails instead of losing content). Each variant keeps
+/// its cause as the error's source.
+#[derive(Debug, Clone)]
+pub enum ArchiveError {
+    /// What was to be archived (a transcript of dropped messages) could not be encoded.
+    Encode(Arc<serde_json::Error>),
+    /// The store behind the archive refused the bytes.
+    Store(StoreSource),
+}
+
+impl std::fmt::Display for ArchiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArchiveError::Encode(e) => write!(f, "archive: cannot encode the transcript: {e}"),
+            ArchiveError::Store(e) => write!(f, "archive: {e}"),
+        }
+    }
+}
+
+/// The source is the cause itself, not the `Arc` around it, so callers can downcast it.
+impl std::error::Error for ArchiveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ArchiveError::Encode(e) => Some(&**e),
+            ArchiveError::Store(e) => Some(&**e),
+        }
+    }
+}
+
+impl ArchiveError {
+    /// A failure of the store behind the archive, keeping it as the source.
+    pub fn store(e: impl std::error::Error + Send + Sync + 'static) -> ArchiveError {
+        ArchiveError::Store(Arc::new(e))
+    }
+}
+
+impl From<serde_json::Error> for ArchiveError {
+    fn from(e: serde_json::Error) -> ArchiveError {
+        ArchiveError::Encode(Arc::new(e))
+    }
+}
+
+/// Equal when of the same kind with the same message (the sources are not comparable).
+impl PartialEq for ArchiveError {
+    fn eq(&self, other: &ArchiveError) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other) && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for ArchiveError {}
 
 /// Somewhere originals go before they are dropped or cut.
 pub trait Archive {

@@ -5,17 +5,17 @@
 
 use crate::archive::{ArchiveError, Archiver};
 use crate::gate;
-use crate::ladder::{downgrade_orphan_verbatim, keep_last};
+use crate::ladder::{cap_verbatim, downgrade_orphan_verbatim, keep_last};
 use crate::pairing::{repair_tracked, Tracked};
 use crate::shrink::shrink;
 use crate::summarizer::{Cancel, SummarizeError, Summarizer, SummaryRequest};
 use crate::task::task_index;
 use crate::trim::trim;
-use salvage_types::ccr_key::{marker_for, own_archive_key};
+use salvage_types::ccr_key::own_archive_key;
 use salvage_types::event::{Cost, EventBody, StepOutcome, Trigger};
 use salvage_types::format_bytes;
 use salvage_types::message::{Message, Role};
-use salvage_types::weight::{history_weight, message_weight};
+use salvage_types::weight::history_weight;
 use serde::{Deserialize, Serialize};
 
 /// Messages kept verbatim at the end by levels 2 and 3.
@@ -213,39 +213,6 @@ pub fn instruction(budget_chars: usize) -> String {
     format!(
         "Summarize the conversation segment into a structured summary in English with sections: current task, files read, files modified, commands run and their results, errors, decisions, and what remains to do. Keep paths, identifiers and numbers exact. Stay under {budget_chars} characters. Output only the summary."
     )
-}
-
-/// Keeps the ¼-budget cap on verbatim messages: beyond it the oldest are re-archived, become a
-/// stub with a marker and lose the flag, so compaction always converges.
-pub(crate) fn cap_verbatim(
-    h: &mut [Message],
-    budget: u64,
-    archiver: &mut Archiver<'_>,
-) -> Result<u64, ArchiveError> {
-    let cap = budget / 4;
-    let mut total: u64 = h.iter().filter(|m| m.meta.preserve_verbatim).map(message_weight).sum();
-    let mut aged: u64 = 0;
-    for m in h.iter_mut() {
-        if total <= cap {
-            break;
-        }
-        if !m.meta.preserve_verbatim {
-            continue;
-        }
-        let w = message_weight(m);
-        let marker = match archiver.put(m.content.as_bytes())? {
-            Some(k) => format!(" {}", k.marker()),
-            None => own_archive_key(&m.content).map(|k| format!(" {}", marker_for(k))).unwrap_or_default(),
-        };
-        m.content = format!(
-            "[Recalled content aged out of the window — {} chars{marker}]",
-            m.content.chars().count()
-        );
-        m.meta.preserve_verbatim = false;
-        total = total.saturating_sub(w);
-        aged = aged.saturating_add(1);
-    }
-    Ok(aged)
 }
 
 /// Runs the pipeline on a history. The input is never mutated; a cancelled or failed run leaves
@@ -463,7 +430,7 @@ fn summarize(
     let Some(text) = text else { return Ok(None) };
     // The not-yet-extracted segment goes to memory before it is replaced.
     io.memory.flush(segment);
-    let transcript = serde_json::to_vec(segment).map_err(|e| ArchiveError(e.to_string()))?;
+    let transcript = serde_json::to_vec(segment).map_err(ArchiveError::from)?;
     let mut content = format!("{}\n\n{}", summary_header(segment.len()), text.trim());
     if let Some(k) = io.archiver.put(&transcript)? {
         content.push_str(&format!(
@@ -490,7 +457,7 @@ fn summarize(
     if !removed.is_empty() {
         // Orphans the repair removes stay recallable (section 6): the summary carries the marker
         // of their transcript.
-        let transcript = serde_json::to_vec(&removed).map_err(|e| ArchiveError(e.to_string()))?;
+        let transcript = serde_json::to_vec(&removed).map_err(ArchiveError::from)?;
         if let Some(k) = io.archiver.put(&transcript)? {
             content.push('\n');
             content.push_str(&crate::ladder::dropped_line(&k.marker()));

@@ -6,13 +6,13 @@ use crate::pairing::{repair_tracked, PairingReport, Tracked};
 use crate::shrink::{shrink, ShrinkReport};
 use crate::task::task_index;
 use crate::tool_budget::{self, BudgetReport, Limits};
+use salvage_types::ccr_key::{marker_for, own_archive_key};
 use salvage_types::message::{Message, Role};
 use salvage_types::truncate::preserve_end;
-use salvage_types::weight::history_weight;
+use salvage_types::weight::{history_weight, message_weight};
 use serde::Serialize;
 
-/// The notice inserted after the system messages when a rung drops messages.
-pub const COMPACTION_NOTICE: &str = "[Context was automatically compacted due to size limits. Previous conversation history has been summarized. Continue from where you left off.]";
+pub use crate::notices::COMPACTION_NOTICE;
 /// Rung 1 cuts assistant messages over this.
 pub const RUNG1_ASSISTANT_MAX: usize = 5_000;
 /// Rung 3 keeps this many non-system messages.
@@ -175,7 +175,7 @@ pub fn apply(
                 // stay recallable (section 6).
                 let mut notice = COMPACTION_NOTICE.to_string();
                 if ctx.archiver.enabled() {
-                    let transcript = serde_json::to_vec(&orphans).map_err(|e| ArchiveError(e.to_string()))?;
+                    let transcript = serde_json::to_vec(&orphans).map_err(ArchiveError::from)?;
                     if let Some(k) = ctx.archiver.put(&transcript)? {
                         notice.push('\n');
                         notice.push_str(&dropped_line(&k.marker()));
@@ -199,7 +199,7 @@ pub fn apply(
             // Verbatim messages are kept as by compaction level 3, within the quarter-budget rule.
             let (mut out, dropped, marker, pairing) = keep_last(history, keep, true, &mut ctx.archiver)?;
             if let Some(budget) = ctx.payload_budget {
-                crate::compaction::cap_verbatim(&mut out, budget, &mut ctx.archiver)?;
+                cap_verbatim(&mut out, budget, &mut ctx.archiver)?;
             }
             let mut cut: usize = 0;
             let mut shrink_report = None;
@@ -326,7 +326,7 @@ pub(crate) fn keep_last(
     if dropped > 0 {
         let mut notice = COMPACTION_NOTICE.to_string();
         if archiver.enabled() {
-            let transcript = serde_json::to_vec(&dropped_msgs).map_err(|e| ArchiveError(e.to_string()))?;
+            let transcript = serde_json::to_vec(&dropped_msgs).map_err(ArchiveError::from)?;
             if let Some(k) = archiver.put(&transcript)? {
                 notice.push('\n');
                 notice.push_str(&dropped_line(&k.marker()));
@@ -379,4 +379,37 @@ pub fn attempt(
         return Ok(Attempt::Exhausted { used: attempt.saturating_sub(1).min(max_attempts) });
     }
     apply(Rung::for_attempt(attempt), history, ctx).map(|o| Attempt::Ran(Box::new(o)))
+}
+
+/// Keeps the ¼-budget cap on verbatim messages: beyond it the oldest are re-archived, become a
+/// stub with a marker and lose the flag, so compaction always converges.
+pub(crate) fn cap_verbatim(
+    h: &mut [Message],
+    budget: u64,
+    archiver: &mut Archiver<'_>,
+) -> Result<u64, ArchiveError> {
+    let cap = budget / 4;
+    let mut total: u64 = h.iter().filter(|m| m.meta.preserve_verbatim).map(message_weight).sum();
+    let mut aged: u64 = 0;
+    for m in h.iter_mut() {
+        if total <= cap {
+            break;
+        }
+        if !m.meta.preserve_verbatim {
+            continue;
+        }
+        let w = message_weight(m);
+        let marker = match archiver.put(m.content.as_bytes())? {
+            Some(k) => format!(" {}", k.marker()),
+            None => own_archive_key(&m.content).map(|k| format!(" {}", marker_for(k))).unwrap_or_default(),
+        };
+        m.content = format!(
+            "[Recalled content aged out of the window — {} chars{marker}]",
+            m.content.chars().count()
+        );
+        m.meta.preserve_verbatim = false;
+        total = total.saturating_sub(w);
+        aged = aged.saturating_add(1);
+    }
+    Ok(aged)
 }

@@ -5,7 +5,7 @@
 use crate::archive::{ArchiveError, Archiver};
 use salvage_types::ccr_key::{marker_for, own_archive_key};
 use salvage_types::message::{Message, Role};
-use salvage_types::truncate::{head, tail};
+use salvage_types::truncate::head;
 use serde::Serialize;
 
 /// Results smaller than this are not candidates (unless already a preview).
@@ -14,6 +14,8 @@ pub const MIN_CANDIDATE: usize = 3_000;
 pub const HEAD: usize = 2_000;
 /// A head line break is used only past this.
 pub const HEAD_MIN_BREAK: usize = 1_000;
+// The shared preview breaks the head at half its length.
+const _: () = assert!(HEAD_MIN_BREAK == HEAD / 2);
 /// Preview tail, before cutting forward past a line break.
 pub const TAIL: usize = 500;
 const PREVIEW_TAG: &str = " chars omitted from old tool result ...]";
@@ -95,18 +97,10 @@ fn own_key(
 
 /// The head+tail preview of a long result.
 pub fn preview(content: &str) -> String {
-    let mut h = head(content, HEAD);
-    if let Some(nl) = h.rfind('\n').filter(|&p| p >= HEAD_MIN_BREAK) {
-        h = h.get(..=nl).unwrap_or(h);
-    }
-    // The tail is taken from what follows the head, so the two never overlap.
-    let rest = content.get(h.len()..).unwrap_or_default();
-    let mut t = tail(rest, TAIL);
-    if let Some((_, after)) = t.split_once('\n').filter(|(_, after)| !after.is_empty()) {
-        t = after;
-    }
-    let omitted = rest.len().saturating_sub(t.len());
-    format!("{h}\n[... {omitted}{PREVIEW_TAG}\n{t}")
+    // The head breaks at a line from HEAD_MIN_BREAK (half of HEAD); the tail at its first line.
+    crate::preview::head_and_tail(content, HEAD, TAIL, usize::MAX, |omitted| {
+        format!("\n[... {omitted}{PREVIEW_TAG}\n")
+    })
 }
 
 /// `[Old tool result cleared — L lines, C chars, KIND]`.

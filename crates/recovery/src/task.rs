@@ -1,7 +1,7 @@
 //! The task: the latest real user request, which survives every rung.
 
 use crate::escalation::CONTINUATION;
-use crate::ladder::COMPACTION_NOTICE;
+use crate::notices::COMPACTION_NOTICE;
 use crate::payload::NOTICE_MARKER;
 use salvage_types::message::{Message, Role};
 

@@ -10,7 +10,7 @@
 
 use crate::archive::{ArchiveError, Archiver};
 use salvage_types::message::{Message, Role};
-use salvage_types::truncate::{head, tail};
+use salvage_types::truncate::head;
 use serde::Serialize;
 
 /// Head of a preview, at most.
@@ -77,17 +77,9 @@ fn banner(omitted: usize, total: usize) -> String {
 /// `tail_max` bytes taken from what follows the head (cut forward past a line break in its first
 /// half), and the banner between. Head and tail never overlap.
 fn shaped(content: &str, head_max: usize, tail_max: usize) -> String {
-    let mut h = head(content, head_max);
-    if let Some(nl) = h.rfind('\n').filter(|&p| p >= head_max / 2) {
-        h = h.get(..=nl).unwrap_or(h);
-    }
-    let rest = content.get(h.len()..).unwrap_or_default();
-    let mut t = tail(rest, tail_max);
-    if let Some(nl) = t.find('\n').filter(|&p| p.saturating_add(1) < t.len() && p < tail_max / 2) {
-        t = t.get(nl.saturating_add(1)..).unwrap_or(t);
-    }
-    let omitted = rest.len().saturating_sub(t.len());
-    format!("{h}{}{t}", banner(omitted, content.len()))
+    crate::preview::head_and_tail(content, head_max, tail_max, tail_max / 2, |omitted| {
+        banner(omitted, content.len())
+    })
 }
 
 fn cut(

@@ -188,7 +188,7 @@ fn no_op_failed_and_cancelled_leave_no_undo_snapshot() {
     struct Broken;
     impl Archive for Broken {
         fn put(&mut self, _: &[u8]) -> Result<CcrKey, ArchiveError> {
-            Err(ArchiveError("disk full".into()))
+            Err(ArchiveError::store(std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full")))
         }
         fn get(&self, _: &str) -> Option<Vec<u8>> {
             None
@@ -196,7 +196,14 @@ fn no_op_failed_and_cancelled_leave_no_undo_snapshot() {
     }
     let h = session();
     let r = run(&h, 60_000, &mut state, &mut Broken, &mut Builtin, &Cancel::new());
-    assert!(matches!(r.out, Err(CompactError::Archive(_))));
+    let Err(CompactError::Archive(e)) = &r.out else { panic!("{:?}", r.out) };
+    // The store's error is the source, not a copy of its text.
+    let source = std::error::Error::source(e).expect("the store error is the source");
+    assert_eq!(
+        source.downcast_ref::<std::io::Error>().map(std::io::Error::kind),
+        Some(std::io::ErrorKind::StorageFull)
+    );
+    assert_eq!(e.to_string(), "archive: disk full");
     assert!(state.undo.is_empty());
     assert_eq!(r.hooks.last().unwrap(), &("PostCompact".to_string(), Some(StepOutcome::Skipped)));
 

@@ -11,8 +11,9 @@ use salvage_recovery::pairing::{self, MISSING_RESULT_CODE};
 use salvage_recovery::payload::{self, FloorVerdict};
 use salvage_recovery::shrink::shrink;
 use salvage_recovery::tool_budget::Limits;
+use salvage_testkit::vectors;
 use salvage_types::ccr_key::find_markers;
-use salvage_types::{vectors, History, Message};
+use salvage_types::{History, Message};
 use serde_json::Value;
 
 fn history(v: &Value) -> History {

@@ -1,11 +1,11 @@
 //! The checks of `capture.md` on every run, and the comparison with the capture's `expect`.
 
 use crate::driver::Run;
-use salvage_ccr::{Ccr, SystemClock};
+use salvage_ccr::Ccr;
 use salvage_journal::Journal;
 use salvage_recovery::payload::NOTICE_MARKER;
 use salvage_types::capture::{Capture, Expect, Outcome};
-use salvage_types::CcrKey;
+use salvage_types::{CcrKey, Clock};
 use serde::Serialize;
 
 /// One check's verdict.
@@ -82,8 +82,14 @@ fn fidelity(run: &Run, capture: &Capture) -> Check {
     }
 }
 
-/// Runs every check of a run against the journal it wrote.
-pub fn run_checks(run: &Run, capture: &Capture, journal: &Journal, max_attempts: u32) -> Vec<Check> {
+/// Runs every check of a run against the journal it wrote; `clock` dates the archive's reads.
+pub fn run_checks(
+    run: &Run,
+    capture: &Capture,
+    journal: &Journal,
+    max_attempts: u32,
+    clock: &dyn Clock,
+) -> Vec<Check> {
     let mut out = vec![fidelity(run, capture)];
     // 1. Convergence.
     let sizes: Vec<String> = run
@@ -136,8 +142,7 @@ pub fn run_checks(run: &Run, capture: &Capture, journal: &Journal, max_attempts:
         },
     ));
     // 4. Every marker resolves, with verified bytes.
-    let clock = SystemClock;
-    let ccr = Ccr::new(journal.conn(), &clock);
+    let ccr = Ccr::new(journal.conn(), clock);
     // Markers salvage wrote: a marker the captured history already quoted (a pasted log line, a
     // marker of another tool's archive) is the user's text, not a promise of this archive.
     let quoted: std::collections::HashSet<&str> =

@@ -7,6 +7,7 @@ use salvage_recovery::compaction::{Hooks, NoHooks};
 use salvage_recovery::summarizer::Summarizer;
 use salvage_store::{Options as StoreOptions, Store};
 use salvage_types::capture::{Capture, CaptureError, Outcome};
+use salvage_types::Clock;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -96,15 +97,12 @@ pub fn load_all_with(
         .collect()
 }
 
-/// 64 unpredictable bits (hex) for a session id: the standard library's per-process random
-/// hasher keys over the process id, the time and the capture's index.
+/// 64 unpredictable bits (hex) for a session id: the standard library's random hasher keys
+/// (seeded from the operating system) over the process id and the capture's index.
 pub fn session_nonce(index: usize) -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
-    h.write_u128(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
-    );
     h.write_usize(index);
     format!("{:016x}", h.finish())
 }
@@ -121,11 +119,12 @@ pub fn run_one(
     start: chrono::DateTime<chrono::Utc>,
     keep_session: bool,
     rung3_keep: usize,
+    clock: &dyn Clock,
 ) -> Result<CaptureReport, String> {
-    let run: Run = replay(capture, journal, Options { summarizer, hooks, start, session, rung3_keep })
+    let run: Run = replay(capture, journal, Options { summarizer, hooks, start, session, rung3_keep, clock })
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let max = salvage_types::Config::from_env(&capture.settings).max_recovery_attempts;
-    let checks = run_checks(&run, capture, journal, max);
+    let checks = run_checks(&run, capture, journal, max, clock);
     let (met, diffs) = match &capture.expect {
         Some(e) => {
             let (m, d) = compare(e, &run, journal);
@@ -164,7 +163,8 @@ pub enum Target {
 }
 
 /// Runs captures on `jobs` threads; reports come back in input order. `make_summarizer` builds
-/// one summarizer per capture (recorded summaries are per capture).
+/// one summarizer per capture (recorded summaries are per capture). `clock` dates the run (the
+/// sessions' start) and the archive.
 pub fn run_all(
     captures: &[(PathBuf, Capture)],
     target: &Target,
@@ -172,8 +172,9 @@ pub fn run_all(
     make_summarizer: &MakeSummarizer<'_>,
     progress: &(dyn Fn(usize, usize, &str) + Sync),
     rung3_keep: usize,
+    clock: &dyn Clock,
 ) -> Result<Vec<CaptureReport>, String> {
-    let started = chrono::Utc::now();
+    let started = chrono::DateTime::<chrono::Utc>::from(clock.now());
     // Largest first, so one big capture does not finish last on a single thread.
     let mut order: Vec<usize> = (0..captures.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(salvage_types::history_weight(&captures[i].1.history)));
@@ -226,6 +227,7 @@ pub fn run_all(
                             started,
                             matches!(target, Target::File(_)),
                             rung3_keep,
+                            clock,
                         )
                     });
                     if let Ok(mut res) = results.lock() {

@@ -19,7 +19,7 @@ use salvage_recovery::summarizer::Summarizer;
 use salvage_types::capture::{Capture, Outcome, RequestFormat};
 use salvage_types::config::ContextEngine;
 use salvage_types::event::{EventBody, StepOutcome};
-use salvage_types::{history_weight, CcrKey, Config, ErrorClass, Message};
+use salvage_types::{history_weight, CcrKey, Clock, Config, ErrorClass, Message};
 use std::cell::RefCell;
 
 /// Why a replay could not run (the capture itself, or the journal).
@@ -28,9 +28,10 @@ pub enum ReplayError {
     /// The journal failed.
     #[error(transparent)]
     Journal(#[from] JournalError),
-    /// Archiving failed.
-    #[error("{0}")]
-    Archive(String),
+    /// An original archived in memory during the run was gone when its event came to store it
+    /// (the short key).
+    #[error("blob {0} vanished")]
+    Vanished(String),
     /// The turn engine stopped.
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -109,6 +110,8 @@ pub struct Options<'a> {
     /// Messages rung 3 keeps: [`salvage_recovery::ladder::RUNG3_KEEP`] except when injecting a
     /// fault to show that the checks catch a broken ladder.
     pub rung3_keep: usize,
+    /// The clock the archive dates blobs by (the driver never reads the wall clock itself).
+    pub clock: &'a dyn Clock,
 }
 
 /// The archive a replay writes: originals land in memory first and move into the journal's CCR
@@ -160,6 +163,7 @@ impl Wire for CaptureWire<'_> {
 
 struct Driver<'j> {
     journal: &'j mut Journal,
+    clock: &'j dyn Clock,
     session: String,
     start: DateTime<Utc>,
     n: i64,
@@ -180,8 +184,7 @@ impl Driver<'_> {
     /// archived in the transaction of the event that references them (so `ccr gc` never sees
     /// them stored but unreferenced), and the keys to reference.
     fn flush(&mut self, keys: &[CcrKey]) -> Result<(Vec<CcrKey>, Vec<Vec<u8>>), ReplayError> {
-        let clock = salvage_ccr::SystemClock;
-        let ccr = Ccr::new(self.journal.conn(), &clock);
+        let ccr = Ccr::new(self.journal.conn(), self.clock);
         let mut out = Vec::new();
         let mut archive = Vec::new();
         for k in keys {
@@ -191,7 +194,7 @@ impl Driver<'_> {
                 let bytes = self.mem.borrow().get(&k.short()).or_else(|| ccr.get(&k.short()).ok());
                 match bytes {
                     Some(b) => archive.push(b),
-                    None => return Err(ReplayError::Archive(format!("blob {} vanished", k.short()))),
+                    None => return Err(ReplayError::Vanished(k.short())),
                 }
                 self.flushed.insert(*k);
             }
@@ -338,6 +341,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
     });
     let mut d = Driver {
         journal,
+        clock: opts.clock,
         session: opts.session.clone(),
         start: opts.start,
         n: 0,
@@ -371,9 +375,8 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
     let (summarizer, hooks) = (opts.summarizer, opts.hooks);
     loop {
         let action = {
-            let clock = salvage_ccr::SystemClock;
-            let mut archive = ReplayArchive { mem: &d.mem, ccr: Ccr::new(d.journal.conn(), &clock) };
-            let reader = ReplayArchive { mem: &d.mem, ccr: Ccr::new(d.journal.conn(), &clock) };
+            let mut archive = ReplayArchive { mem: &d.mem, ccr: Ccr::new(d.journal.conn(), d.clock) };
+            let reader = ReplayArchive { mem: &d.mem, ccr: Ccr::new(d.journal.conn(), d.clock) };
             let lookup = |k: &str| reader.get(k);
             let mut io = EngineIo { archive: &mut archive, lookup: &lookup, summarizer, hooks, wire: &wire };
             turn.next(&mut io)?

@@ -9,12 +9,15 @@ use salvage_recovery::summarizer::Builtin;
 use salvage_replay::checks::{run_checks, Check};
 use salvage_replay::driver::{replay, Options, Run};
 use salvage_types::capture::{read_capture, Capture, Gateway, RejectStyle, Request, RequestFormat};
-use salvage_types::{Message, ToolCall};
+use salvage_types::{FixedClock, Message, ToolCall};
 
 fn corpus(id: &str) -> Capture {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../testdata/corpus/{id}.json"));
     read_capture(&p).unwrap()
 }
+
+/// The runs' clock, at their start.
+static CLOCK: FixedClock = FixedClock::at_ms(1_700_000_000_000);
 
 fn run(capture: &Capture, journal: &mut Journal) -> Run {
     let mut s = Builtin;
@@ -25,6 +28,7 @@ fn run(capture: &Capture, journal: &mut Journal) -> Run {
         start: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
         session: format!("t-{}", capture.id),
         rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
+        clock: &CLOCK,
     };
     replay(capture, journal, opts).unwrap()
 }
@@ -38,13 +42,13 @@ fn recoverable_fails_when_a_message_is_lost() {
     let c = corpus("gateway-http413-reported");
     let mut j = Journal::in_memory().unwrap();
     let mut r = run(&c, &mut j);
-    assert!(get(&run_checks(&r, &c, &j, 3), "recoverable").ok);
+    assert!(get(&run_checks(&r, &c, &j, 3, &CLOCK), "recoverable").ok);
     // A history that silently dropped a tool result (never archived) is caught.
     let victim = c.history.iter().rposition(|m| m.role == salvage_types::Role::Tool).unwrap();
     let lost = c.history[victim].content.clone();
     r.history.retain(|m| m.content != lost);
     r.history.push(Message::user(lost[..lost.len() / 2].to_string()));
-    let checks = run_checks(&r, &c, &j, 3);
+    let checks = run_checks(&r, &c, &j, 3, &CLOCK);
     let rec = get(&checks, "recoverable");
     assert!(!rec.ok, "{}", rec.detail);
     assert!(rec.detail.contains(&format!("input message {victim}")), "{}", rec.detail);
@@ -57,10 +61,9 @@ fn recoverable_fails_when_a_sent_marker_is_referenced_by_no_event() {
     let mut r = run(&c, &mut j);
     // A blob in the archive that no event references, whose marker the model was sent: retention
     // could evict it.
-    let clock = salvage_ccr::SystemClock;
-    let key = salvage_ccr::Ccr::new(j.conn(), &clock).put(b"an orphan blob").unwrap().key;
+    let key = salvage_ccr::Ccr::new(j.conn(), &CLOCK).put(b"an orphan blob").unwrap().key;
     r.sent.last_mut().unwrap().markers.push(key.short());
-    let checks = run_checks(&r, &c, &j, 3);
+    let checks = run_checks(&r, &c, &j, 3, &CLOCK);
     let rec = get(&checks, "recoverable");
     assert!(!rec.ok && rec.detail.contains("referenced by no event"), "{}", rec.detail);
 }
@@ -73,13 +76,13 @@ fn fidelity_fails_when_the_replayed_size_is_not_the_size_as_sent() {
     let first = r.sent[0].bytes;
     c.request =
         Some(Request { format: RequestFormat::Anthropic, bytes: Some(first), fields: Default::default() });
-    assert!(get(&run_checks(&r, &c, &j, 3), "fidelity").ok);
+    assert!(get(&run_checks(&r, &c, &j, 3, &CLOCK), "fidelity").ok);
     c.request = Some(Request {
         format: RequestFormat::Anthropic,
         bytes: Some(first + 1),
         fields: Default::default(),
     });
-    let f = run_checks(&r, &c, &j, 3);
+    let f = run_checks(&r, &c, &j, 3, &CLOCK);
     assert!(!get(&f, "fidelity").ok, "{}", get(&f, "fidelity").detail);
 }
 
@@ -98,7 +101,7 @@ fn fidelity_fails_when_the_gateway_must_reject_but_the_replay_accepts() {
         Some(Request { format: RequestFormat::Anthropic, bytes: Some(331_000), fields: Default::default() });
     let mut j = Journal::in_memory().unwrap();
     let r = run(&c, &mut j);
-    let f = run_checks(&r, &c, &j, 3);
+    let f = run_checks(&r, &c, &j, 3, &CLOCK);
     assert!(!get(&f, "fidelity").ok, "{}", get(&f, "fidelity").detail);
 }
 
@@ -175,7 +178,7 @@ fn a_mirror_that_stubs_other_results_than_the_provider_cleared_is_caught() {
     let c = corpus("context-editing-provider");
     let mut j = Journal::in_memory().unwrap();
     let mut r = run(&c, &mut j);
-    assert!(get(&run_checks(&r, &c, &j, 3), "context_edit").ok);
+    assert!(get(&run_checks(&r, &c, &j, 3, &CLOCK), "context_edit").ok);
     assert_eq!(r.provider_cleared.len(), 35);
     // A wrong product rule (mirroring the newest results instead of the oldest) leaves other
     // results stubbed than the ones the simulated server cleared.
@@ -185,6 +188,6 @@ fn a_mirror_that_stubs_other_results_than_the_provider_cleared_is_caught() {
     let stub = r.history[oldest_stub].content.clone();
     r.history[oldest_stub].content = "restored".into();
     r.history[newest].content = stub;
-    let f = run_checks(&r, &c, &j, 3);
+    let f = run_checks(&r, &c, &j, 3, &CLOCK);
     assert!(!get(&f, "context_edit").ok, "{}", get(&f, "context_edit").detail);
 }

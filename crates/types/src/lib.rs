@@ -1,11 +1,16 @@
 //! Shared vocabulary of salvage: messages and histories in the reference client's JSON shape,
 //! message weight, byte sizes, char-safe truncation, CCR keys and markers, failure classes, the
-//! capture format and the configuration struct.
+//! event bodies the journal stores, the capture format, the configuration struct and the
+//! [`Clock`] every crate is handed (defined here once; [`SystemClock`] in binaries,
+//! [`FixedClock`] in tests).
 //!
-//! This crate owns data and the rules that define it; it does no I/O beyond reading a capture
-//! file and depends on nothing heavier than serde, serde_json, blake3 and chrono (plus two tiny
-//! decoding helpers for image weight). The design decision to know: every persisted shape here is
-//! versioned and its JSON names are the reference client's own, so its session files load as-is.
+//! This crate owns data and the rules that define it. Its only I/O is reading a capture file
+//! ([`capture::reading`], [`input`]); it depends on nothing heavier than serde, serde_json,
+//! blake3 and thiserror (plus base64 and two tiny decoding helpers for image weight), which
+//! `crates/cli/tests/architecture.rs` holds it to. Test support that reads the environment (the
+//! vectors loader) lives in `salvage-testkit`, not here. The design decision to know: every
+//! persisted shape here is versioned and its JSON names are the reference client's own, so its
+//! session files load as-is.
 
 // Libraries do not panic on any input (issue #12): no indexing or slicing that can be out of
 // bounds or split a character, no arithmetic that can overflow or divide by zero. Use `get()`,
@@ -17,6 +22,7 @@ pub mod bytesize;
 pub mod capture;
 pub mod ccr_key;
 pub mod class;
+pub mod clock;
 pub mod config;
 pub mod event;
 pub mod input;
@@ -24,13 +30,13 @@ pub mod message;
 pub mod names;
 pub mod timeline;
 pub mod truncate;
-pub mod vectors;
 pub mod weight;
 
 pub use bytesize::{format_bytes, ByteSize};
 pub use capture::{Capture, CaptureError, Expect, Failure, Outcome};
 pub use ccr_key::{CcrKey, KeyPrefix};
 pub use class::{ErrorClass, FallbackAction, RecoveryPath};
+pub use clock::{Clock, FixedClock, SystemClock};
 pub use config::Config;
 pub use message::{History, Message, Role, ToolCall};
 pub use weight::{history_weight, message_weight};

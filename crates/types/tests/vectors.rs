@@ -2,7 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-use salvage_types::{bytesize::ByteSize, message::Message, vectors, weight::message_weight};
+use salvage_testkit::vectors;
+use salvage_types::{bytesize::ByteSize, message::Message, weight::message_weight};
 
 #[test]
 fn sizes_parse_and_format() {

@@ -4,11 +4,12 @@ use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::{write_atomic, Output};
 use salvage_adapters::CcrArchive;
-use salvage_ccr::{Ccr, SystemClock};
+use salvage_ccr::Ccr;
 use salvage_recovery::archive::{Archive, Archiver};
 use salvage_recovery::ladder::{self, Rung, RungContext};
 use salvage_recovery::tool_budget::Limits;
 use salvage_recovery::{pairing, shrink, tool_budget};
+use salvage_types::Clock;
 use salvage_types::{ByteSize, Config, History};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -96,7 +97,7 @@ fn read_history(file: &Option<PathBuf>) -> Result<History, Failure> {
 }
 
 /// Runs the command.
-pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
+pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &mut Output) -> Outcome {
     let config = Config::from_env(env);
     for (name, why) in config.errors() {
         eprintln!("warning: {name}: {why}");
@@ -114,9 +115,8 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
     }
     let history = read_history(&args.file)?;
     let store = if args.no_ccr { None } else { Some(args.db.open()?) };
-    let clock = SystemClock;
-    let mut adapter = store.as_ref().map(|s| CcrArchive { ccr: Ccr::new(s.conn(), &clock) });
-    let reader = store.as_ref().map(|s| Ccr::new(s.conn(), &clock));
+    let mut adapter = store.as_ref().map(|s| CcrArchive { ccr: Ccr::new(s.conn(), clock) });
+    let reader = store.as_ref().map(|s| Ccr::new(s.conn(), clock));
     let adapter_lookup = |k: &str| reader.as_ref().and_then(|r| r.get(k).ok());
     let archiver = Archiver::new(adapter.as_mut().map(|a| a as &mut dyn Archive));
     let limits =

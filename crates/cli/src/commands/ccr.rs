@@ -3,7 +3,8 @@
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::{table, Output};
-use salvage_ccr::{Ccr, Retention, SystemClock};
+use salvage_ccr::{Ccr, Retention};
+use salvage_types::Clock;
 use salvage_types::{format_bytes, ByteSize};
 use serde_json::json;
 use std::path::PathBuf;
@@ -63,12 +64,11 @@ enum Sub {
 }
 
 /// Runs the command.
-pub fn run(args: Args, out: &mut Output) -> Outcome {
-    let clock = SystemClock;
+pub fn run(args: Args, clock: &dyn Clock, out: &mut Output) -> Outcome {
     match args.command {
         Sub::Stats { json } => {
             let store = args.db.open_read()?;
-            let ccr = Ccr::new(store.conn(), &clock);
+            let ccr = Ccr::new(store.conn(), clock);
             let s = ccr.stats().map_err(|e| Failure::Problem(e.to_string()))?;
             if json {
                 let mut v = json!(s);
@@ -88,7 +88,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
         }
         Sub::Verify { json } => {
             let store = args.db.open_read()?;
-            let ccr = Ccr::new(store.conn(), &clock);
+            let ccr = Ccr::new(store.conn(), clock);
             let r = ccr.verify().map_err(|e| Failure::Problem(e.to_string()))?;
             if json {
                 out.json(&json!({
@@ -123,7 +123,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 return Err(Failure::Input("gc needs --max-bytes SIZE and/or --max-age-days DAYS".into()));
             }
             let store = args.db.open_existing()?;
-            let ccr = Ccr::new(store.conn(), &clock);
+            let ccr = Ccr::new(store.conn(), clock);
             let policy = Retention {
                 max_bytes,
                 max_age: max_age_days.map(|d| Duration::from_secs(d.saturating_mul(86_400))),
@@ -156,7 +156,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                     .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", file.display())))?
             };
             let store = args.db.open()?;
-            let ccr = Ccr::new(store.conn(), &clock);
+            let ccr = Ccr::new(store.conn(), clock);
             let p = ccr.put(&bytes).map_err(|e| Failure::Problem(e.to_string()))?;
             out.line(&p.key.marker())?;
             if !p.collisions.is_empty() {
@@ -179,11 +179,11 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             };
             let store = args.db.open_existing()?;
             let full =
-                Ccr::new(store.conn(), &clock).redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
+                Ccr::new(store.conn(), clock).redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
             // Every journal session that references the blob records the redaction.
             let mut j = salvage_journal::Journal::from_store(store);
             let sessions = j.sessions_referencing(&full).map_err(|e| Failure::Problem(e.to_string()))?;
-            let now = chrono::Utc::now();
+            let now = crate::commands::now(clock);
             for s in &sessions {
                 let body = salvage_types::event::EventBody::Redaction {
                     keys: vec![full.hex()],

@@ -11,23 +11,37 @@ use serde_json::json;
     after_help = "Input JSON on stdin when no flag is given:\n  {\"status\":403,\"message\":\"...\",\"transport\":null,\"history_bytes\":0,\"rejected_request_bytes\":null}\nPrints {\"class\",\"recoverable\",\"path\",\"reason\"}.\nExample: salvage classify --status 413 --message '413 Payload Too Large'"
 )]
 pub struct Args {
-    /// HTTP status.
-    #[arg(long)]
-    status: Option<u16>,
-    /// Error text or body.
-    #[arg(long)]
-    message: Option<String>,
-    /// Transport error text.
-    #[arg(long)]
-    transport: Option<String>,
+    #[command(flatten)]
+    failure: FailureFlags,
     /// History weight in bytes (for the EOF heuristic).
     #[arg(long, value_name = "BYTES")]
     history_bytes: Option<u64>,
 }
 
+/// The failure as the client saw it, as flags: shared by `classify` and `import`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct FailureFlags {
+    /// The HTTP status the client saw (omit for a transport failure).
+    #[arg(long)]
+    pub status: Option<u16>,
+    /// The error text as printed by the client (or the error body).
+    #[arg(long)]
+    pub message: Option<String>,
+    /// A transport error (e.g. "unexpected EOF", "connection reset by peer").
+    #[arg(long)]
+    pub transport: Option<String>,
+}
+
+impl FailureFlags {
+    /// True when no flag was given (the failure then comes from elsewhere: stdin, the file).
+    pub fn is_empty(&self) -> bool {
+        self.status.is_none() && self.message.is_none() && self.transport.is_none()
+    }
+}
+
 /// Runs the command.
 pub fn run(args: Args, out: &mut Output) -> Outcome {
-    let input = if args.status.is_none() && args.message.is_none() && args.transport.is_none() {
+    let input = if args.failure.is_empty() {
         let mut b = Vec::new();
         crate::output::stdin_hint("a failure JSON such as {\"status\":413,\"message\":\"...\"}");
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
@@ -35,9 +49,9 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
         salvage_types::capture::from_json_bytes::<FailureInput>(&b, "<stdin>").map_err(Failure::input)?
     } else {
         FailureInput {
-            status: args.status,
-            message: args.message.unwrap_or_default(),
-            transport: args.transport,
+            status: args.failure.status,
+            message: args.failure.message.unwrap_or_default(),
+            transport: args.failure.transport,
             history_bytes: args.history_bytes.unwrap_or(0),
             rejected_request_bytes: None,
             payload_path_seen: false,

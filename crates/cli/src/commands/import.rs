@@ -50,15 +50,8 @@ pub struct Args {
     from: From,
     /// The request body or session file ('-' for stdin).
     file: PathBuf,
-    /// The HTTP status the client saw (omit for a transport failure).
-    #[arg(long)]
-    status: Option<u16>,
-    /// The error text as printed by the client.
-    #[arg(long)]
-    message: Option<String>,
-    /// A transport error (e.g. "unexpected EOF", "connection reset by peer").
-    #[arg(long)]
-    transport: Option<String>,
+    #[command(flatten)]
+    failure: crate::commands::classify::FailureFlags,
     /// Byte size of the rejected request, when the provider annotated it.
     #[arg(long, value_name = "BYTES")]
     rejected_bytes: Option<u64>,
@@ -232,7 +225,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
     };
     // A session that ended on an error the client recorded: that is the failure, unless the
     // command line says otherwise.
-    let seen = seen.filter(|_| args.status.is_none() && args.message.is_none() && args.transport.is_none());
+    let seen = seen.filter(|_| args.failure.is_empty());
     if let Some(e) = &seen {
         eprintln!("{name}: the session ended on an error the client recorded: {}", e.message);
     }
@@ -246,14 +239,15 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             .filter(|s| s != "-")
             .unwrap_or_else(|| "imported".into())
     });
-    let status = seen.as_ref().map_or(args.status, |e| e.status);
-    let message = seen.map(|e| e.message).or_else(|| args.message.clone()).unwrap_or_else(|| {
-        match (args.status, &args.transport) {
-            (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
-            (None, Some(t)) => t.clone(),
-            (None, None) => String::new(),
-        }
-    });
+    let status = seen.as_ref().map_or(args.failure.status, |e| e.status);
+    let message =
+        seen.map(|e| e.message).or_else(|| args.failure.message.clone()).unwrap_or_else(|| {
+            match (args.failure.status, &args.failure.transport) {
+                (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
+                (None, Some(t)) => t.clone(),
+                (None, None) => String::new(),
+            }
+        });
     let gateway =
         (args.gateway_max_bytes.is_some() || args.gateway_rejects_with.is_some()).then(|| Gateway {
             max_body_bytes: args.gateway_max_bytes,
@@ -300,7 +294,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         failure: CapturedFailure {
             status,
             message,
-            transport: args.transport.clone(),
+            transport: args.failure.transport.clone(),
             rejected_request_bytes: args.rejected_bytes,
         },
         upstream: Upstream { gateway, model, context_editing: None, responses: Vec::new() },

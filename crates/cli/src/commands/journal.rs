@@ -2,7 +2,7 @@
 
 use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
-use crate::output::{table, write_atomic, Output};
+use crate::output::{table, Output};
 use crate::terminal::{escape, shell_quote};
 use salvage_journal::lookup::SessionFilter;
 use salvage_journal::{Journal, JournalError};
@@ -195,14 +195,15 @@ enum Sub {
 
 /// Session files `journal import` reads.
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum SessionFrom {
+pub enum SessionFrom {
     /// Claude Code transcript (JSONL).
     ClaudeCode,
     /// Codex CLI rollout (JSONL).
     Codex,
 }
 
-fn problem(e: JournalError) -> Failure {
+/// A journal error as the CLI reports it: the user's input (exit 2) or a problem (exit 1).
+pub fn problem(e: JournalError) -> Failure {
     match e {
         JournalError::NoSession(_) | JournalError::NoEvent { .. } | JournalError::Invalid(_) => {
             Failure::Input(e.to_string())
@@ -212,9 +213,10 @@ fn problem(e: JournalError) -> Failure {
 }
 
 /// Runs the command.
-pub fn run(args: Args, out: &mut Output) -> Outcome {
+pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Outcome {
+    let now = crate::commands::now(clock);
     if let Sub::Import { from, file, session, json } = args.command {
-        return import(&args.db, from, &file, session, json, out);
+        return crate::commands::journal_export::import(&args.db, from, &file, session, json, now, out);
     }
     // Only rewind, checkpoint, delete, prune and redact write; every other subcommand opens the
     // file read-only.
@@ -229,74 +231,8 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
     let mut j = Journal::from_store(store);
     let resolve = |j: &Journal, s: &str| j.resolve_session(s).map_err(problem);
     match args.command {
-        Sub::Sessions { json, since, outcome, title } => {
-            let filter = SessionFilter {
-                since: since.as_deref().map(|w| when("--since", w)).transpose()?,
-                outcome: outcome.map(|o| checked_outcome(&o)).transpose()?,
-                title,
-            };
-            let s = j.sessions_filtered(&filter).map_err(problem)?;
-            if json {
-                let v: Vec<_> = s
-                    .iter()
-                    .map(|(x, o)| {
-                        json!({"id": x.id, "title": x.title, "events": x.events, "created_at": x.created_at, "outcome": o, "capture": x.capture})
-                    })
-                    .collect();
-                out.json(&json!({ "sessions": v }))?;
-            } else {
-                let mut rows = vec![vec![
-                    "SESSION".to_string(),
-                    "EVENTS".into(),
-                    "CREATED".into(),
-                    "OUTCOME".into(),
-                    "TITLE".into(),
-                ]];
-                rows.extend(s.iter().map(|(x, o)| {
-                    vec![
-                        x.id.clone(),
-                        x.events.to_string(),
-                        x.created_at.clone(),
-                        o.unwrap_or("-").to_string(),
-                        x.title.clone(),
-                    ]
-                }));
-                out.put(&table(&rows))?;
-            }
-        }
-        Sub::Log { session, json } => {
-            let session = resolve(&j, &session)?;
-            let events = j.events(&session, 0, usize::MAX >> 1).map_err(problem)?;
-            let head = j.version(&session).map_err(problem)?;
-            let links: Vec<(u64, Option<u64>)> = events.iter().map(|e| (e.seq, e.parent)).collect();
-            let abandoned = salvage_journal::branches::abandoned(&links, head);
-            if json {
-                let v: Vec<_> = events.iter().map(|e| json!({"seq": e.seq, "kind": e.kind, "ts": e.ts, "summary": e.body.summary(), "parent": e.parent, "abandoned": abandoned.contains(&e.seq)})).collect();
-                out.json(&json!({ "events": v }))?;
-            } else {
-                let mut rows = Vec::new();
-                for e in &events {
-                    let branch = match e.parent {
-                        Some(p) if p + 1 != e.seq => format!("(from {p}) "),
-                        _ => String::new(),
-                    };
-                    let mark = if abandoned.contains(&e.seq) { "✗" } else { " " };
-                    rows.push(vec![
-                        format!("{:>4}{mark}", e.seq),
-                        e.ts.clone(),
-                        e.kind.clone(),
-                        format!("{branch}{}", e.body.summary()),
-                    ]);
-                }
-                out.put(&table(&rows))?;
-                if !abandoned.is_empty() {
-                    out.line(&format!(
-                        "✗ {} event(s) on abandoned branches (rewound past; kept, not part of the head's state)",
-                        abandoned.len()
-                    ))?;
-                }
-            }
-        }
+        Sub::Sessions { json, since, outcome, title } => sessions(&j, json, since, outcome, title, now, out)?,
+        Sub::Log { session, json } => log(&j, &resolve(&j, &session)?, json, out)?,
         Sub::Show { session, at, state } => {
             let session = resolve(&j, &session)?;
             let seq = match at {
@@ -326,8 +262,8 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                     "--to {to}: event {head} is the current head of session {session}; a rewind to it changes nothing"
                 )));
             }
-            let id = format!("rewind-{}-{}", session, chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
-            let a = j.rewind(&session, target, "rewind", &id, chrono::Utc::now()).map_err(problem)?;
+            let id = format!("rewind-{}-{}", session, now.timestamp_nanos_opt().unwrap_or(0));
+            let a = j.rewind(&session, target, "rewind", &id, now).map_err(problem)?;
             out.line(&format!(
                 "event {}: rewound to event {target} (undo with `salvage journal rewind {} --to {}`)",
                 a.seq,
@@ -337,7 +273,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
         }
         Sub::Checkpoint { session, name } => {
             let session = resolve(&j, &session)?;
-            let seq = crate::commands::journal_points::checkpoint(&mut j, &session, &name)?;
+            let seq = crate::commands::journal_points::checkpoint(&mut j, &session, &name, now)?;
             out.line(&format!(
                 "event {seq}: checkpoint {name:?} (rewind to it with `salvage journal rewind {session} --to {name}`)"
             ))?;
@@ -372,7 +308,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
         }
         Sub::Delete { sessions, json } => {
             let ids = sessions.iter().map(|s| resolve(&j, s)).collect::<Result<Vec<_>, _>>()?;
-            crate::commands::journal_delete::delete(&mut j, &ids, "delete", json, out)?;
+            crate::commands::journal_delete::delete(&mut j, &ids, "delete", now, json, out)?;
         }
         Sub::Prune { before, outcome, title, keep, dry_run, json } => {
             if before.is_none() && outcome.is_none() && title.is_none() && keep.is_none() {
@@ -381,111 +317,133 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
                 ));
             }
             let plan = crate::commands::journal_delete::PrunePlan {
-                before: before.as_deref().map(|w| when("--before", w)).transpose()?,
+                before: before.as_deref().map(|w| when("--before", w, now)).transpose()?,
                 outcome: outcome.map(|o| checked_outcome(&o)).transpose()?,
                 title,
                 keep,
                 dry_run,
             };
-            crate::commands::journal_delete::prune(&mut j, &plan, json, out)?;
+            crate::commands::journal_delete::prune(&mut j, &plan, now, json, out)?;
         }
         Sub::Verify { session, json } => {
             let session = session.map(|s| resolve(&j, &s)).transpose()?;
-            let r = j.verify(session.as_deref()).map_err(problem)?;
-            if json {
-                out.json(&json!(r))?;
-            } else {
-                for b in &r.bad {
-                    out.line(&format!(
-                        "BAD  session {} event {}: {}",
-                        escape(&b.session),
-                        b.seq,
-                        escape(&b.problem)
-                    ))?;
-                }
-                out.line(&format!(
-                    "{} session(s), {} event(s) checked, {} bad",
-                    r.sessions,
-                    r.events,
-                    r.bad.len()
-                ))?;
-            }
-            if let Some(b) = r.bad.first() {
-                return Err(Failure::Problem(format!(
-                    "session {} event {}: {}",
-                    b.session, b.seq, b.problem
-                )));
-            }
+            verify(&j, session, json, out)?;
         }
         Sub::Import { .. } => {}
         Sub::Export { session, format, at, output, no_redact } => {
             let session = resolve(&j, &session)?;
-            let at = at.map(|a| crate::commands::journal_points::event(&j, &session, &a)).transpose()?;
-            let mut counts = salvage_wire::redact::Counts::new();
-            let text = match format.as_str() {
-                "jsonl" => {
-                    let raw = j.export_jsonl_upto(&session, at.unwrap_or(u64::MAX)).map_err(problem)?;
-                    if no_redact {
-                        raw
-                    } else {
-                        raw.lines()
-                            .map(|l| salvage_wire::redact::redact_json_line(l, &mut counts) + "\n")
-                            .collect()
-                    }
-                }
-                "otlp" => {
-                    if at.is_some() {
-                        return Err(Failure::Input(
-                            "--at: not available with --format otlp (a trace covers the whole session)"
-                                .into(),
-                        ));
-                    }
-                    let v = salvage_journal::otlp::session_traces(&j, &session).map_err(problem)?;
-                    let raw = serde_json::to_string(&v).map_err(|e| Failure::Problem(e.to_string()))? + "\n";
-                    if no_redact {
-                        raw
-                    } else {
-                        salvage_wire::redact::redact_text(&raw, &mut counts)
-                    }
-                }
-                _ => {
-                    let mut c = match at {
-                        Some(a) => j.export_capture_at(&session, a),
-                        None => j.export_capture(&session),
-                    }
-                    .map_err(problem)?;
-                    if !no_redact {
-                        counts = salvage_wire::redact::redact_capture(&mut c);
-                    }
-                    match salvage_types::capture::RequestFormat::parse(&format) {
-                        Some(f) => {
-                            let request = c
-                                .request
-                                .clone()
-                                .filter(|r| r.format == f)
-                                .unwrap_or_else(|| salvage_wire::bare_request(f, c.model.as_deref()));
-                            let body = salvage_wire::request_body(&request, &c.history);
-                            serde_json::to_string_pretty(&body)
-                                .map_err(|e| Failure::Problem(e.to_string()))?
-                                + "\n"
-                        }
-                        None => c.to_json_pretty(),
-                    }
-                }
-            };
-            if !counts.is_empty() {
-                eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
-            }
-            match output {
-                Some(p) => write_atomic(&p, text.as_bytes())
-                    .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", p.display())))?,
-                None => out.put(&text)?,
-            }
+            crate::commands::journal_export::export(&j, &session, &format, at, output, no_redact, out)?;
         }
         Sub::Redact { session, message, at, index, whole } => {
-            redact(&mut j, &session, &message, at, index, whole, out)?;
+            redact(&mut j, &session, &message, at.map(|a| (a, index)), whole, now, out)?;
         }
     }
+    Ok(())
+}
+
+/// `salvage journal sessions`.
+fn sessions(
+    j: &Journal,
+    json: bool,
+    since: Option<String>,
+    outcome: Option<String>,
+    title: Option<String>,
+    now: chrono::DateTime<chrono::Utc>,
+    out: &mut Output,
+) -> Outcome {
+    let filter = SessionFilter {
+        since: since.as_deref().map(|w| when("--since", w, now)).transpose()?,
+        outcome: outcome.map(|o| checked_outcome(&o)).transpose()?,
+        title,
+    };
+    let s = j.sessions_filtered(&filter).map_err(problem)?;
+    if json {
+        let v: Vec<_> = s
+            .iter()
+            .map(|(x, o)| {
+                json!({"id": x.id, "title": x.title, "events": x.events, "created_at": x.created_at, "outcome": o, "capture": x.capture})
+            })
+            .collect();
+        out.json(&json!({ "sessions": v }))?;
+    } else {
+        let mut rows = vec![vec![
+            "SESSION".to_string(),
+            "EVENTS".into(),
+            "CREATED".into(),
+            "OUTCOME".into(),
+            "TITLE".into(),
+        ]];
+        rows.extend(s.iter().map(|(x, o)| {
+            vec![
+                x.id.clone(),
+                x.events.to_string(),
+                x.created_at.clone(),
+                o.unwrap_or("-").to_string(),
+                x.title.clone(),
+            ]
+        }));
+        out.put(&table(&rows))?;
+    }
+
+    Ok(())
+}
+
+/// `salvage journal log`.
+fn log(j: &Journal, session: &str, json: bool, out: &mut Output) -> Outcome {
+    let events = j.events(session, 0, usize::MAX >> 1).map_err(problem)?;
+    let head = j.version(session).map_err(problem)?;
+    let links: Vec<(u64, Option<u64>)> = events.iter().map(|e| (e.seq, e.parent)).collect();
+    let abandoned = salvage_journal::branches::abandoned(&links, head);
+    if json {
+        let v: Vec<_> = events.iter().map(|e| json!({"seq": e.seq, "kind": e.kind, "ts": e.ts, "summary": e.body.summary(), "parent": e.parent, "abandoned": abandoned.contains(&e.seq)})).collect();
+        out.json(&json!({ "events": v }))?;
+    } else {
+        let mut rows = Vec::new();
+        for e in &events {
+            let branch = match e.parent {
+                Some(p) if p + 1 != e.seq => format!("(from {p}) "),
+                _ => String::new(),
+            };
+            let mark = if abandoned.contains(&e.seq) { "✗" } else { " " };
+            rows.push(vec![
+                format!("{:>4}{mark}", e.seq),
+                e.ts.clone(),
+                e.kind.clone(),
+                format!("{branch}{}", e.body.summary()),
+            ]);
+        }
+        out.put(&table(&rows))?;
+        if !abandoned.is_empty() {
+            out.line(&format!(
+                "✗ {} event(s) on abandoned branches (rewound past; kept, not part of the head's state)",
+                abandoned.len()
+            ))?;
+        }
+    }
+
+    Ok(())
+}
+
+/// `salvage journal verify`: exit 1 on the first bad event.
+fn verify(j: &Journal, session: Option<String>, json: bool, out: &mut Output) -> Outcome {
+    let r = j.verify(session.as_deref()).map_err(problem)?;
+    if json {
+        out.json(&json!(r))?;
+    } else {
+        for b in &r.bad {
+            out.line(&format!(
+                "BAD  session {} event {}: {}",
+                escape(&b.session),
+                b.seq,
+                escape(&b.problem)
+            ))?;
+        }
+        out.line(&format!("{} session(s), {} event(s) checked, {} bad", r.sessions, r.events, r.bad.len()))?;
+    }
+    if let Some(b) = r.bad.first() {
+        return Err(Failure::Problem(format!("session {} event {}: {}", b.session, b.seq, b.problem)));
+    }
+
     Ok(())
 }
 
@@ -495,15 +453,15 @@ fn redact(
     j: &mut Journal,
     session: &str,
     message: &[String],
-    at: Option<u64>,
-    index: Option<usize>,
+    at: Option<(u64, Option<usize>)>,
     whole: bool,
+    now: chrono::DateTime<chrono::Utc>,
     out: &mut Output,
 ) -> Outcome {
     use salvage_journal::state::hex;
     let head = j.version(session).map_err(problem)?;
     let mut chosen: Vec<[u8; 32]> = Vec::new();
-    if let Some(seq) = at {
+    if let Some((seq, index)) = at {
         let picked = match index {
             Some(i) => {
                 let h = j.history_hashes(session, seq).map_err(problem)?;
@@ -565,7 +523,6 @@ fn redact(
         }
         redactions.push((*h, m));
     }
-    let now = chrono::Utc::now();
     let body = salvage_types::event::EventBody::Redaction {
         keys: chosen.iter().map(|h| format!("message:{}", hex(h))).collect(),
         counts: counts.clone(),
@@ -593,66 +550,9 @@ fn redact(
     Ok(())
 }
 
-fn import(
-    db: &DbArgs,
-    from: SessionFrom,
-    file: &std::path::Path,
-    session: Option<String>,
-    json: bool,
-    out: &mut Output,
-) -> Outcome {
-    let name = file.display().to_string();
-    // The shared bounded reader: regular files only, the capture ceiling enforced while reading.
-    let bytes =
-        salvage_types::input::read_input(file, salvage_types::capture::DEFAULT_MAX_CAPTURE_BYTES, false)
-            .map_err(Failure::input)?;
-    let source = match from {
-        SessionFrom::ClaudeCode => salvage_wire::Source::ClaudeCode,
-        SessionFrom::Codex => salvage_wire::Source::Codex,
-    };
-    let read = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
-    let id = session
-        .or_else(|| read.id.clone())
-        .or_else(|| file.file_stem().map(|s| s.to_string_lossy().to_string()))
-        .unwrap_or_else(|| "imported".into());
-    let src = salvage_journal::import::Source {
-        session: id.clone(),
-        title: format!(
-            "{} {}",
-            read.client,
-            file.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
-        ),
-        client: read.client.to_string(),
-        provider: read.provider.clone(),
-        model: read.model.clone(),
-    };
-    let mut j = Journal::from_store(db.open()?);
-    let done = j.import_steps(&src, &read.steps, chrono::Utc::now()).map_err(problem)?;
-    if json {
-        out.json(&json!({"session": id, "import": done, "report": read.report}))?;
-    } else {
-        eprint!("{name}: {}", read.report.describe());
-        out.line(&format!(
-            "session {id}: {} event(s) appended, {} step(s) already journaled{}{}; head at event {}",
-            done.appended,
-            done.existing,
-            done.rewound_to
-                .map(|t| format!(", rewound to event {t} (the file's branch changed)"))
-                .unwrap_or_default(),
-            if done.archived > 0 {
-                format!(", {} compaction(s) archived", done.archived)
-            } else {
-                String::new()
-            },
-            done.head
-        ))?;
-    }
-    Ok(())
-}
-
 /// A time given as RFC 3339, a date (`2026-12-01`), or an age (`90m`, `2h`, `7d`, `2w`) counted
 /// back from now, as the RFC 3339 text the journal stores.
-pub fn when(flag: &str, text: &str) -> Result<String, Failure> {
+pub fn when(flag: &str, text: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String, Failure> {
     let t = text.trim();
     if let Ok(d) = chrono::DateTime::parse_from_rfc3339(t) {
         return Ok(salvage_journal::rfc3339(&d.with_timezone(&chrono::Utc)));
@@ -670,7 +570,7 @@ pub fn when(flag: &str, text: &str) -> Result<String, Failure> {
         _ => None,
     });
     match secs {
-        Some(s) => Ok(salvage_journal::rfc3339(&(chrono::Utc::now() - chrono::Duration::seconds(s)))),
+        Some(s) => Ok(salvage_journal::rfc3339(&(now - chrono::Duration::seconds(s)))),
         None => Err(Failure::Input(format!(
             "{flag}: {text:?} is not a time (RFC 3339, a date such as 2026-12-01, or an age such as 2h or 7d)"
         ))),

@@ -22,8 +22,15 @@ pub struct PrunePlan {
 }
 
 /// Deletes the sessions and reports what went.
-pub fn delete(j: &mut Journal, ids: &[String], reason: &str, as_json: bool, out: &mut Output) -> Outcome {
-    let d = j.delete_sessions(ids, reason, chrono::Utc::now()).map_err(|e| match e {
+pub fn delete(
+    j: &mut Journal,
+    ids: &[String],
+    reason: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    as_json: bool,
+    out: &mut Output,
+) -> Outcome {
+    let d = j.delete_sessions(ids, reason, now).map_err(|e| match e {
         salvage_journal::JournalError::NoSession(_) => Failure::Input(e.to_string()),
         other => Failure::Problem(other.to_string()),
     })?;
@@ -43,7 +50,13 @@ pub fn delete(j: &mut Journal, ids: &[String], reason: &str, as_json: bool, out:
 }
 
 /// Selects the sessions of the plan and deletes them (or lists them with `dry_run`).
-pub fn prune(j: &mut Journal, plan: &PrunePlan, as_json: bool, out: &mut Output) -> Outcome {
+pub fn prune(
+    j: &mut Journal,
+    plan: &PrunePlan,
+    now: chrono::DateTime<chrono::Utc>,
+    as_json: bool,
+    out: &mut Output,
+) -> Outcome {
     let filter = SessionFilter { since: None, outcome: plan.outcome.clone(), title: plan.title.clone() };
     let mut matches = j.sessions_filtered(&filter).map_err(|e| Failure::Problem(e.to_string()))?;
     if let Some(before) = &plan.before {
@@ -70,5 +83,5 @@ pub fn prune(j: &mut Journal, plan: &PrunePlan, as_json: bool, out: &mut Output)
         }
         return Ok(());
     }
-    delete(j, &ids, "prune", as_json, out)
+    delete(j, &ids, "prune", now, as_json, out)
 }

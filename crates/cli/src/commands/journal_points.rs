@@ -71,7 +71,12 @@ pub fn event(j: &Journal, session: &str, text: &str) -> Result<u64, Failure> {
 }
 
 /// Appends a checkpoint named `name` at the head; returns its event number.
-pub fn checkpoint(j: &mut Journal, session: &str, name: &str) -> Result<u64, Failure> {
+pub fn checkpoint(
+    j: &mut Journal,
+    session: &str,
+    name: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<u64, Failure> {
     let name = name.trim();
     if name.is_empty() || name.parse::<u64>().is_ok() || name.eq_ignore_ascii_case("head") {
         return Err(Failure::Input(format!(
@@ -79,7 +84,6 @@ pub fn checkpoint(j: &mut Journal, session: &str, name: &str) -> Result<u64, Fai
         )));
     }
     let head = j.version(session).map_err(journal)?;
-    let now = chrono::Utc::now();
     let id = format!("checkpoint-{session}-{}", now.timestamp_nanos_opt().unwrap_or(0));
     let e = NewEvent::new(id, now, EventBody::Checkpoint { name: name.to_string() });
     let mut a = j.append(session, Some(head), vec![e]).map_err(journal)?;

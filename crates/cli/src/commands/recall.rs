@@ -4,7 +4,8 @@ use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::Output;
 use salvage_ccr::recall::{extract_keys, recall_all, render, MALFORMED};
-use salvage_ccr::{CcrError, SystemClock};
+use salvage_ccr::CcrError;
+use salvage_types::Clock;
 
 /// Arguments of `salvage recall`.
 #[derive(clap::Args)]
@@ -20,7 +21,12 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &mut Output) -> Outcome {
+pub fn run(
+    args: Args,
+    env: &std::collections::BTreeMap<String, String>,
+    clock: &dyn Clock,
+    out: &mut Output,
+) -> Outcome {
     let max = crate::db::ceilings(env)?.max_recall_bytes;
     let mut keys: Vec<String> = Vec::new();
     for a in &args.keys {
@@ -35,8 +41,7 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
         }
     }
     let store = args.db.open_read()?;
-    let clock = SystemClock;
-    let ccr = salvage_ccr::Ccr::new(store.conn(), &clock);
+    let ccr = salvage_ccr::Ccr::new(store.conn(), clock);
     let results = recall_all(&ccr, &keys);
     let total: u64 = results.iter().filter_map(|r| r.result.as_ref().ok()).map(|b| b.len() as u64).sum();
     if total > max {

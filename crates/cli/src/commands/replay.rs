@@ -140,7 +140,12 @@ fn overrides(set: &[String]) -> Result<Vec<(String, String)>, Failure> {
 }
 
 /// Runs the command.
-pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &mut Output) -> Outcome {
+pub fn run(
+    args: Args,
+    env: &std::collections::BTreeMap<String, String>,
+    clock: &dyn salvage_types::Clock,
+    out: &mut Output,
+) -> Outcome {
     let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(Failure::Input)?;
     let set = overrides(&args.set)?;
     let baseline = match &args.baseline {
@@ -237,6 +242,7 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
         &make,
         &progress,
         args.fault_rung3_keep.unwrap_or(salvage_recovery::ladder::RUNG3_KEEP),
+        clock,
     )
     .map_err(Failure::Problem)?;
     if tty {
@@ -282,7 +288,7 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &m
             "salvage replay {}",
             args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
         );
-        let html = crate::html::render(&title, &corpus, journal.as_ref()).map_err(Failure::Problem)?;
+        let html = crate::html::render(&title, &corpus, journal.as_ref(), clock).map_err(Failure::Problem)?;
         write_atomic(path, html.as_bytes())
             .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", path.display())))?;
     }

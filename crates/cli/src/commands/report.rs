@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args, out: &mut Output) -> Outcome {
+pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Outcome {
     let j = Journal::from_store(args.db.open_existing()?);
     let mut rows = Vec::new();
     for s in &args.sessions {
@@ -36,7 +36,7 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
     } else {
         format!("salvage audit: {} sessions", rows.len())
     };
-    let html = crate::html::render(&title, &rows, Some(&j)).map_err(Failure::Problem)?;
+    let html = crate::html::render(&title, &rows, Some(&j), clock).map_err(Failure::Problem)?;
     if args.output.as_os_str() == "-" {
         out.put(&html)?;
     } else {

@@ -375,5 +375,5 @@ impl Turn {
 pub fn is_notice(m: &Message) -> bool {
     m.role == salvage_types::Role::User
         && (m.content.starts_with(crate::payload::NOTICE_MARKER)
-            || m.content.starts_with(crate::ladder::COMPACTION_NOTICE))
+            || m.content.starts_with(crate::notices::COMPACTION_NOTICE))
 }

@@ -1,0 +1,382 @@
+//! Reading a capture: the bytes from disk under ceilings, UTF-8 and JSON checks, the format
+//! probe, deserialization with JSON paths in errors, and the validation the types cannot express.
+
+use super::schema::{Capture, KNOWN_FORMATS};
+use serde::Deserialize;
+use std::path::Path;
+
+/// Why a capture could not be read. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// The file could not be read.
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is larger than the configured ceiling.
+    #[error("{file}: file is {size} bytes, over the {limit}-byte limit for a capture")]
+    TooLarge {
+        /// The file.
+        file: String,
+        /// Its size.
+        size: u64,
+        /// The ceiling.
+        limit: u64,
+    },
+    /// Not a regular file (a FIFO, a device…) and the caller did not allow one.
+    #[error("{file}: {kind}, not a regular file: salvage reads regular files only (a pipe or device needs --allow-special)")]
+    NotRegular {
+        /// The file.
+        file: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The JSON holds more values than a file of its size may (a JSON bomb).
+    #[error("{file}: more than {limit} JSON values for a file of this size: refused before parsing (a bomb of small values would exhaust memory)")]
+    TooManyValues {
+        /// The file.
+        file: String,
+        /// The ceiling.
+        limit: usize,
+    },
+    /// The bytes are not UTF-8.
+    #[error("{file}: invalid UTF-8 at byte {offset} (line {line})")]
+    InvalidUtf8 {
+        /// The file.
+        file: String,
+        /// Byte offset of the first bad byte.
+        offset: usize,
+        /// Its line.
+        line: usize,
+    },
+    /// The JSON is malformed.
+    #[error("{file}: malformed JSON at line {line}, column {column}: {problem}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// Line.
+        line: usize,
+        /// Column.
+        column: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The `format` is not one this build knows.
+    #[error("{file}: format: unknown capture format {found:?} (this build reads {known})")]
+    UnknownFormat {
+        /// The file.
+        file: String,
+        /// What the file says (`<missing>` when absent).
+        found: String,
+        /// The known versions.
+        known: String,
+    },
+    /// A field is malformed.
+    #[error("{file}: {path}: {problem}")]
+    Field {
+        /// The file.
+        file: String,
+        /// The JSON path, e.g. `history[3].role`.
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl CaptureError {
+    /// The file the error is about.
+    pub fn file(&self) -> &str {
+        match self {
+            CaptureError::Io { file, .. }
+            | CaptureError::TooLarge { file, .. }
+            | CaptureError::InvalidUtf8 { file, .. }
+            | CaptureError::Syntax { file, .. }
+            | CaptureError::UnknownFormat { file, .. }
+            | CaptureError::Field { file, .. }
+            | CaptureError::NotRegular { file, .. }
+            | CaptureError::TooManyValues { file, .. } => file,
+        }
+    }
+}
+
+/// Default ceiling on one message's weight (64 MiB): no single message can exhaust memory downstream.
+pub const MAX_MESSAGE_BYTES: u64 = 64 << 20;
+/// Default ceiling on a history's weight (512 MiB).
+pub const MAX_HISTORY_BYTES: u64 = 512 << 20;
+
+/// Ceilings on what a capture may hold (`SALVAGE_MAX_CAPTURE`, `SALVAGE_MAX_MESSAGE`,
+/// `SALVAGE_MAX_HISTORY` at the CLI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The file.
+    pub max_file_bytes: u64,
+    /// One message's weight.
+    pub max_message_bytes: u64,
+    /// The history's weight.
+    pub max_history_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: DEFAULT_MAX_CAPTURE_BYTES,
+            max_message_bytes: MAX_MESSAGE_BYTES,
+            max_history_bytes: MAX_HISTORY_BYTES,
+        }
+    }
+}
+
+/// Default ceiling on a capture file's size (1 GiB).
+pub const DEFAULT_MAX_CAPTURE_BYTES: u64 = 1 << 30;
+
+/// Reads and validates a capture file.
+pub fn read_capture(path: &Path) -> Result<Capture, CaptureError> {
+    read_capture_limited(path, DEFAULT_MAX_CAPTURE_BYTES)
+}
+
+/// Reads a capture file, refusing files larger than `max_bytes` before reading them.
+pub fn read_capture_limited(path: &Path, max_bytes: u64) -> Result<Capture, CaptureError> {
+    read_capture_with(path, &Limits { max_file_bytes: max_bytes, ..Limits::default() })
+}
+
+/// Reads a capture file under the given ceilings.
+pub fn read_capture_with(path: &Path, limits: &Limits) -> Result<Capture, CaptureError> {
+    let file = path.display().to_string();
+    let bytes = crate::input::read_input(path, limits.max_file_bytes, false)?;
+    parse_capture_with(&bytes, &file, limits)
+}
+
+/// Checks that bytes are UTF-8, reporting the first bad byte and its line.
+pub fn check_utf8<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, CaptureError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let newlines = bytes.iter().take(offset).filter(|b| **b == b'\n').count();
+        let line = newlines.saturating_add(1);
+        CaptureError::InvalidUtf8 { file: file.to_string(), offset, line }
+    })
+}
+
+/// Maps a serde_json error at a path to a [`CaptureError`].
+pub fn json_error(file: &str, err: serde_path_to_error::Error<serde_json::Error>) -> CaptureError {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    match inner.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => CaptureError::Syntax {
+            file: file.to_string(),
+            line: inner.line(),
+            column: inner.column(),
+            problem: strip_position(&inner.to_string()),
+        },
+        serde_json::error::Category::Io | serde_json::error::Category::Data => CaptureError::Field {
+            file: file.to_string(),
+            path: if path == "." { "(top level)".to_string() } else { path },
+            problem: strip_position(&inner.to_string()),
+        },
+    }
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.rsplit_once(" at line ") {
+        Some((before, _)) => before.to_string(),
+        None => msg.to_string(),
+    }
+}
+
+/// Deserializes JSON bytes into `T`, reporting errors by file and JSON path.
+pub fn from_json_bytes<T: serde::de::DeserializeOwned>(bytes: &[u8], file: &str) -> Result<T, CaptureError> {
+    check_utf8(bytes, file)?;
+    crate::input::check_json_shape(bytes, file)?;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // Deeply nested hostile input is refused by serde_json's recursion limit (128).
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(file, e))?;
+    de.end().map_err(|e| CaptureError::Syntax {
+        file: file.to_string(),
+        line: e.line(),
+        column: e.column(),
+        problem: strip_position(&e.to_string()),
+    })?;
+    Ok(value)
+}
+
+/// Parses and validates capture bytes; `file` names the source in errors.
+pub fn parse_capture(bytes: &[u8], file: &str) -> Result<Capture, CaptureError> {
+    parse_capture_with(bytes, file, &Limits::default())
+}
+
+/// Parses and validates capture bytes under the given ceilings.
+pub fn parse_capture_with(bytes: &[u8], file: &str, limits: &Limits) -> Result<Capture, CaptureError> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        format: Option<serde_json::Value>,
+    }
+    check_utf8(bytes, file)?;
+    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+    let found = match first {
+        Some(b'[') => Some("an array"),
+        Some(b'"') => Some("a string"),
+        Some(b'0'..=b'9' | b'-') => Some("a number"),
+        Some(b't' | b'f') => Some("a boolean"),
+        Some(b'n') => Some("null"),
+        _ => None,
+    };
+    if let Some(found) = found {
+        if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
+            return Err(CaptureError::Field {
+                file: file.to_string(),
+                path: "(top level)".into(),
+                problem: format!("a capture is a JSON object, found {found}"),
+            });
+        }
+    }
+    let probe: Probe = from_json_bytes(bytes, file).map_err(|e| match e {
+        CaptureError::Field { file, path, problem } if path == "(top level)" => {
+            CaptureError::Field { file, path, problem: format!("{problem} (a capture is a JSON object)") }
+        }
+        other => other,
+    })?;
+    match probe.format {
+        Some(serde_json::Value::String(f)) if KNOWN_FORMATS.contains(&f.as_str()) => {}
+        other => {
+            let found = match other {
+                None => "<missing>".to_string(),
+                Some(serde_json::Value::String(s)) => s,
+                Some(v) => v.to_string(),
+            };
+            return Err(CaptureError::UnknownFormat {
+                file: file.to_string(),
+                found,
+                known: KNOWN_FORMATS.join(", "),
+            });
+        }
+    }
+    let capture: Capture = from_json_bytes(bytes, file)?;
+    capture.validate_with(file, limits)?;
+    Ok(capture)
+}
+
+impl Capture {
+    /// Checks what the types cannot, under the default ceilings.
+    pub fn validate(&self, file: &str) -> Result<(), CaptureError> {
+        self.validate_with(file, &Limits::default())
+    }
+
+    /// Checks what the types cannot: a non-empty id and history, tool results naming their call,
+    /// and the ceilings.
+    pub fn validate_with(&self, file: &str, limits: &Limits) -> Result<(), CaptureError> {
+        let field = |path: &str, problem: &str| CaptureError::Field {
+            file: file.to_string(),
+            path: path.to_string(),
+            problem: problem.to_string(),
+        };
+        if self.id.trim().is_empty() {
+            return Err(field("id", "must not be empty"));
+        }
+        if self.history.is_empty() {
+            return Err(field("history", "is empty: a capture needs the history of the rejected request"));
+        }
+        let mut total: u64 = 0;
+        for (i, m) in self.history.iter().enumerate() {
+            if m.role == crate::message::Role::Tool
+                && m.tool_call_id.as_deref().is_none_or(|id| id.trim().is_empty())
+            {
+                return Err(field(
+                    &format!("history[{i}].tool_call_id"),
+                    "a tool result must name the call it answers",
+                ));
+            }
+            let w = crate::weight::message_weight(m);
+            if w > limits.max_message_bytes {
+                return Err(field(
+                    &format!("history[{i}]"),
+                    &format!(
+                        "message of {} is over the {} limit for one message",
+                        crate::format_bytes(w),
+                        crate::format_bytes(limits.max_message_bytes)
+                    ),
+                ));
+            }
+            total = total.saturating_add(w);
+        }
+        if total > limits.max_history_bytes {
+            return Err(field(
+                "history",
+                &format!(
+                    "{} of history is over the {} limit",
+                    crate::format_bytes(total),
+                    crate::format_bytes(limits.max_history_bytes)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Serializes as pretty JSON with a trailing newline.
+    pub fn to_json_pretty(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Upstream;
+
+    const GOOD: &str = r#"{"format":"salvage.capture/1","id":"x","history":[{"role":"user","content":"hi"}],"failure":{"status":413,"message":"413 Payload Too Large"}}"#;
+
+    #[test]
+    fn reads_a_minimal_capture() {
+        let c = parse_capture(GOOD.as_bytes(), "c.json").unwrap();
+        assert_eq!(c.failure.status, Some(413));
+        assert_eq!(c.upstream, Upstream::default());
+    }
+
+    #[test]
+    fn unknown_format_names_known_versions() {
+        let bad = GOOD.replace("salvage.capture/1", "salvage.capture/9");
+        let e = parse_capture(bad.as_bytes(), "c.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            r#"c.json: format: unknown capture format "salvage.capture/9" (this build reads salvage.capture/1)"#
+        );
+    }
+
+    #[test]
+    fn malformed_field_names_path() {
+        let bad = GOOD.replace(r#""role":"user""#, r#""role":5"#);
+        let e = parse_capture(bad.as_bytes(), "c.json").unwrap_err().to_string();
+        assert!(e.starts_with("c.json: history[0].role: invalid type: integer `5`"), "{e}");
+    }
+
+    #[test]
+    fn truncated_json_reports_position() {
+        let e = parse_capture(&GOOD.as_bytes()[..40], "c.json").unwrap_err();
+        assert!(matches!(e, CaptureError::Syntax { line: 1, .. }), "{e}");
+    }
+
+    #[test]
+    fn invalid_utf8_reports_offset_and_line() {
+        let mut b = GOOD.as_bytes().to_vec();
+        b.insert(10, b'\n');
+        b.insert(20, 0xff);
+        let e = parse_capture(&b, "c.json").unwrap_err().to_string();
+        assert_eq!(e, "c.json: invalid UTF-8 at byte 20 (line 2)");
+    }
+
+    #[test]
+    fn empty_history_and_unknown_field_are_refused() {
+        let empty = GOOD.replace(r#"[{"role":"user","content":"hi"}]"#, "[]");
+        assert!(parse_capture(empty.as_bytes(), "c.json")
+            .unwrap_err()
+            .to_string()
+            .contains("history: is empty"));
+        let typo = GOOD.replace(r#""status":413"#, r#""statsu":413"#);
+        let e = parse_capture(typo.as_bytes(), "c.json").unwrap_err().to_string();
+        assert!(e.contains("failure.statsu") || e.contains("unknown field `statsu`"), "{e}");
+    }
+}
