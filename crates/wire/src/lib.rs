@@ -20,6 +20,9 @@
 //! numbers in serde_json's form (`1e3` → `1000.0`); the order of the top-level keys (the
 //! message fields come last); of a duplicated key, the last value.
 
+#![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
+
 pub mod anthropic;
 pub mod bedrock;
 pub mod chatcli;
