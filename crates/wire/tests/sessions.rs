@@ -698,3 +698,62 @@ fn claude_code_body_sends_back_thinking_and_redacted_thinking_in_place() {
     assert_eq!(s.report.get("block:thinking").opaque, 2);
     assert_eq!(s.report.get("block:redacted_thinking").opaque, 1);
 }
+
+/// Objects with `"type": kind` in the body's message list (top level of each message's blocks,
+/// or the input items).
+fn body_count(body: &Value, kind: &str) -> u64 {
+    let top: Vec<&Value> = match (body.get("messages"), body.get("input")) {
+        (Some(Value::Array(ms)), _) => ms.iter().filter_map(|m| m["content"].as_array()).flatten().collect(),
+        (_, Some(Value::Array(items))) => items.iter().collect(),
+        _ => Vec::new(),
+    };
+    top.iter().filter(|b| b["type"] == kind).count() as u64
+}
+
+#[test]
+fn every_sample_sends_out_each_block_kind_it_took_in() {
+    // Per kind, what the report puts in the history (modeled or carried opaquely) is what the
+    // rebuilt body holds, for every session sample whose final history is its whole active branch
+    // (no compaction or rollback cut it).
+    let kinds: [(&str, &[&str]); 3] = [
+        ("claude-code", &["tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"]),
+        (
+            "codex",
+            &[
+                "function_call",
+                "function_call_output",
+                "custom_tool_call",
+                "custom_tool_call_output",
+                "reasoning",
+                "web_search_call",
+                "local_shell_call",
+            ],
+        ),
+        ("cline", &["tool_use", "tool_result", "image", "document"]),
+    ];
+    let mut checked = 0;
+    for ((dir, source), (_, ks)) in FORMATS.into_iter().zip(kinds) {
+        for p in all(dir) {
+            let s = read_file(source, &p);
+            if s.steps
+                .iter()
+                .any(|st| matches!(st.change, Change::Compaction { .. } | Change::Rollback { .. }))
+            {
+                continue;
+            }
+            let (body, _) = rebuilt(&s);
+            for k in ks {
+                let report_keys = [
+                    format!("block:{k}"),
+                    format!("record:response_item/{k}"),
+                    format!("record:{k} (bare item)"),
+                ];
+                let took: u64 =
+                    report_keys.iter().map(|r| s.report.get(r).history + s.report.get(r).opaque).sum();
+                assert_eq!(body_count(&body, k), took, "{}: {k} in ≠ {k} out\n{body:#}", p.display());
+                checked += took;
+            }
+        }
+    }
+    assert!(checked > 10, "the samples hold blocks of these kinds ({checked})");
+}
