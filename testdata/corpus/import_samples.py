@@ -236,6 +236,25 @@ imp("anthropic-output-limit", p, [],
         ev("provider_error", "nothing was rejected", count=0)]),
     patch=script_output_limit)
 
+# === 5b. Gemini: the body's own output limit above the default; escalation starts from it ======
+s = "gemini/generatecontent-thought-parts-signature.json"
+b = load(s)
+b["generationConfig"]["maxOutputTokens"] = 16384
+p = write_grown("gemini-max-output-tokens", b, s, "`generationConfig.maxOutputTokens: 16384` added (above the 4 096 default; the failure is the answer's length); nothing else changed")
+def script_gemini_output_limit(c):
+    c["upstream"]["model"] = {"context_window_tokens": 1048576, "overflow_style": "gemini", "max_output_tokens": 65536}
+    c["upstream"]["responses"] = [
+        {"stop_reason": "max_tokens", "content": "Crossing the street safely is a fundamental skill that requires awareness and patience. First, find a"},
+        {"stop_reason": "end_turn", "content": " marked crosswalk or an intersection with traffic lights, and wait for the walk signal."}]
+imp("gemini-body-output-limit", p, [],
+    "Gemini body (real, thought parts) asking for 16 384 output tokens, whose answer stops at the limit: escalation doubles from the body's own maxOutputTokens, never from the lower default",
+    E("no_failure", max_attempts=0, events=[
+        ev("response_received", "behavior.md §8: the answer stopped at the output limit", count=1, stop_reason="max_tokens"),
+        ev("token_escalation", "§8: doubled from the limit the request asked for (the body's generationConfig.maxOutputTokens 16 384 > the 4 096 default), never lowered", count=1, **{"from": 16384, "to": 32768, "used": 1}),
+        ev("response_received", "§8: the continuation ends the turn", count=1, stop_reason="end_turn"),
+        ev("provider_error", "nothing was rejected", count=0)]),
+    patch=script_gemini_output_limit)
+
 # === 6. OpenAI Responses: context window exceeded; the assistant answer grown; rung 1 ==========
 s = "openai-responses/responses-reasoning-summary-code-interpreter-call.json"
 b = load(s)

@@ -146,9 +146,11 @@ impl Wire for CaptureWire<'_> {
                     return salvage_wire::request_bytes(r, history);
                 }
                 let mut r = r.clone();
-                let captured = r.fields.get("max_tokens").and_then(serde_json::Value::as_u64);
-                if captured.is_some_and(|m| params.max_tokens > m.max(self.1)) {
-                    r.fields.insert("max_tokens".into(), params.max_tokens.into());
+                // The body's own output-limit field (`max_tokens`, `max_output_tokens`,
+                // `generationConfig.maxOutputTokens`…), written only when escalation raised it.
+                let captured = salvage_wire::output_limit(&r).unwrap_or(0);
+                if params.max_tokens > captured.max(self.1) {
+                    salvage_wire::set_output_limit(&mut r, params.max_tokens);
                 }
                 if params.context_management && !r.fields.contains_key("context_management") {
                     let (_, field) = context_edit::request_fields(&context_edit::EditSettings::default());
@@ -371,7 +373,9 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
     let title = capture.title.clone().unwrap_or_else(|| capture.id.clone());
     let mut sim = Simulated::new(&capture.upstream);
     let wire = CaptureWire(capture, input.model.default_output);
-    let mut turn = Turn::new(input);
+    // Escalation starts from the captured body's output limit when it is above the default.
+    let mut turn =
+        Turn::new(input).with_output_limit(capture.request.as_ref().and_then(salvage_wire::output_limit));
     let (summarizer, hooks) = (opts.summarizer, opts.hooks);
     loop {
         let action = {

@@ -191,3 +191,29 @@ fn a_mirror_that_stubs_other_results_than_the_provider_cleared_is_caught() {
     let f = run_checks(&r, &c, &j, 3, &CLOCK);
     assert!(!get(&f, "context_edit").ok, "{}", get(&f, "context_edit").detail);
 }
+
+#[test]
+fn escalation_starts_from_the_bodys_own_max_tokens_and_keeps_its_fields() {
+    // The imported Anthropic body asks for 32 000 output tokens (the model default is 8 192):
+    // cut at max_tokens, the escalation doubles from the body's value (up to the 64 000 cap),
+    // never from the lower default.
+    let mut c = corpus("imported-anthropic-output-limit");
+    let req = c.request.as_mut().unwrap();
+    req.fields.insert("max_tokens".into(), serde_json::json!(32_000));
+    req.bytes = Some(salvage_wire::request_bytes(req, &c.history));
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    let mut expect = c.expect.clone().unwrap();
+    let esc = expect.events.iter_mut().find(|e| e.kind == "token_escalation").unwrap();
+    esc.fields.insert("from".into(), serde_json::json!(32_000));
+    esc.fields.insert("to".into(), serde_json::json!(64_000));
+    let (met, diffs) = salvage_replay::checks::compare(&expect, &r, &j);
+    assert!(met, "{diffs:?}");
+    // The escalated request is the body with every other field kept and max_tokens raised.
+    let mut raised = c.request.clone().unwrap();
+    raised.fields.insert("max_tokens".into(), serde_json::json!(64_000));
+    let mut h = c.history.clone();
+    h.push(Message::assistant(c.upstream.responses[0].content.clone()));
+    h.push(Message::user(salvage_recovery::escalation::CONTINUATION));
+    assert_eq!(r.sent.last().unwrap().bytes, salvage_wire::request_bytes(&raised, &h));
+}

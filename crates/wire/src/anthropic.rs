@@ -121,7 +121,7 @@ fn system(cx: &Cx<'_>, blocks: &[Value]) -> Result<Message, CaptureError> {
     Ok(m)
 }
 
-fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureError> {
+pub(crate) fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureError> {
     let o = cx.obj(m, path)?;
     let role = match cx.req_str(o, "role", path)? {
         "user" => Role::User,
@@ -171,14 +171,14 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureErro
     Ok(runs.finish())
 }
 
-enum Add {
+pub(crate) enum Add {
     Nothing,
     Image(Image),
     Call(ToolCall),
 }
 
 /// One non-result block: its template and what it adds to the message.
-fn block(
+pub(crate) fn block(
     cx: &Cx<'_>,
     bo: &Map<String, Value>,
     b: &Value,
@@ -238,16 +238,40 @@ fn image_of(bo: &Map<String, Value>) -> Option<Image> {
 }
 
 /// A `tool_result` block: a tool message and the block's template.
-fn tool_result(cx: &Cx<'_>, bo: &Map<String, Value>, path: &str) -> Result<(Message, Value), CaptureError> {
+pub(crate) fn tool_result(
+    cx: &Cx<'_>,
+    bo: &Map<String, Value>,
+    path: &str,
+) -> Result<(Message, Value), CaptureError> {
+    result_block(cx, bo, path, true)
+}
+
+/// A `tool_result` block whose call is not modeled (a client that answers text tools in
+/// kind): its texts and images are the user message's, its id and error flag are carried as
+/// they were.
+pub(crate) fn tool_result_as_user(
+    cx: &Cx<'_>,
+    bo: &Map<String, Value>,
+    path: &str,
+) -> Result<(Message, Value), CaptureError> {
+    result_block(cx, bo, path, false)
+}
+
+fn result_block(
+    cx: &Cx<'_>,
+    bo: &Map<String, Value>,
+    path: &str,
+    as_tool: bool,
+) -> Result<(Message, Value), CaptureError> {
     let id = cx.req_str(bo, "tool_use_id", path)?;
-    let mut msg = Message::tool(id, "");
+    let mut msg = if as_tool { Message::tool(id, "") } else { Message::user("") };
     let mut t = Map::new();
     for (k, v) in bo {
         match (k.as_str(), v) {
-            ("tool_use_id", _) => {
+            ("tool_use_id", _) if as_tool => {
                 t.insert(k.clone(), Value::Object(shape::marker("id")));
             }
-            ("is_error", Value::Bool(true)) => {
+            ("is_error", Value::Bool(true)) if as_tool => {
                 msg.is_error = true;
                 t.insert(k.clone(), Value::Object(shape::marker("err")));
             }

@@ -17,16 +17,16 @@
 //! Subagent records (`isSidechain: true`) are kept apart in [`Session::sidechains`]. A file that
 //! holds only sidechain records (a subagent transcript) is read as its own main history.
 
-use crate::session::{
-    line_id, lines, parse_line, Disposition, Opaque, Report, SeenError, Session, Sidechain,
-};
-use crate::{kind, Cx};
+use crate::session::{line_id, lines, parse_line, Disposition, Report, SeenError, Session, Sidechain};
+use crate::{anthropic, kind, shape, Cx};
 use salvage_types::capture::{check_utf8, CaptureError, RequestFormat};
-use salvage_types::message::{Image, Message, ToolCall};
 use salvage_types::timeline::{self, Change, Step};
 use salvage_types::History;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
+
+/// The format of the messages' `wire` templates: the API Claude Code sends.
+const F: RequestFormat = RequestFormat::Anthropic;
 
 /// One parsed record.
 struct Rec {
@@ -102,7 +102,9 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     let mut recs: Vec<Rec> = Vec::with_capacity(raw.len());
     let mut raw_of: Vec<&str> = Vec::with_capacity(raw.len());
     for (k, (line, t)) in raw.iter().enumerate() {
-        let Some(o) = parse_line(cx, *line, t, k + 1 == raw.len(), &mut report)? else { continue };
+        let Some(o) = parse_line(cx, *line, t, k.saturating_add(1) == raw.len(), &mut report)? else {
+            continue;
+        };
         let path = format!("line {line}");
         let kind = match o.get("type") {
             Some(Value::String(s)) => s.clone(),
@@ -145,6 +147,8 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     let mut errors = Vec::new();
     let steps = {
         let mut b = Builder {
+            cx,
+            error: None,
             recs: &recs,
             raw: &raw_of,
             report: &mut report,
@@ -152,14 +156,18 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
             model: &mut model,
             errors: &mut errors,
         };
-        b.steps(&chain, &mut counted)
+        let steps = b.steps(&chain, &mut counted);
+        if let Some(e) = b.error.take() {
+            return Err(e);
+        }
+        steps
     };
     // Sidechains (subagents), kept apart: grouped by agent id, else by their root record.
     let mut sidechains: Vec<Sidechain> = Vec::new();
     if main_exists {
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
         for (i, r) in recs.iter().enumerate() {
-            if !r.side || counted[i] || !r.is_participant() {
+            if !r.side || counted.get(i) == Some(&true) || !r.is_participant() {
                 continue;
             }
             let key = match r.str("agentId") {
@@ -175,11 +183,13 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
             let Some(&last) = members.last() else { continue };
             let mut scratch = Report::default();
             let sc = active_chain(&recs, &by_uuid, last, &mut scratch);
-            let sc: Vec<usize> = sc.into_iter().filter(|i| recs[*i].side).collect();
+            let sc: Vec<usize> = sc.into_iter().filter(|i| recs.get(*i).is_some_and(|r| r.side)).collect();
             let mut no_model = None;
             let mut no_errors = Vec::new();
             let steps = {
                 let mut b = Builder {
+                    cx,
+                    error: None,
                     recs: &recs,
                     raw: &raw_of,
                     report: &mut report,
@@ -187,14 +197,18 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
                     model: &mut no_model,
                     errors: &mut no_errors,
                 };
-                b.steps(&sc, &mut counted)
+                let steps = b.steps(&sc, &mut counted);
+                if let Some(e) = b.error.take() {
+                    return Err(e);
+                }
+                steps
             };
             sidechains.push(Sidechain { id: key, history: timeline::fold(&steps) });
         }
     }
     // Everything else, accounted for.
     for (i, r) in recs.iter().enumerate() {
-        if counted[i] {
+        if counted.get(i) == Some(&true) {
             continue;
         }
         let d = if r.side && main_exists {
@@ -246,13 +260,13 @@ fn count_record(report: &mut Report, r: &Rec, d: Disposition) {
 /// The root uuid of a record's chain (for grouping sidechain records without an agent id).
 fn root_of(recs: &[Rec], by_uuid: &HashMap<&str, usize>, mut i: usize) -> String {
     let mut seen = HashSet::new();
-    while let Some(p) = recs[i].parent.as_deref().and_then(|p| by_uuid.get(p)) {
+    while let Some(p) = recs.get(i).and_then(|r| r.parent.as_deref()).and_then(|p| by_uuid.get(p)) {
         if !seen.insert(*p) {
             break;
         }
         i = *p;
     }
-    recs[i].uuid.clone().unwrap_or_default()
+    recs.get(i).and_then(|r| r.uuid.clone()).unwrap_or_default()
 }
 
 /// The chain ending at `leaf`, oldest first, continuing across compaction boundaries through
@@ -266,13 +280,12 @@ fn active_chain(
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut cur = Some(leaf);
-    while let Some(i) = cur {
+    while let Some((i, r)) = cur.and_then(|i| Some((i, recs.get(i)?))) {
         if !seen.insert(i) {
-            report.note(format!("line {}: parentUuid cycle; the chain stops there", recs[i].line));
+            report.note(format!("line {}: parentUuid cycle; the chain stops there", r.line));
             break;
         }
         out.push(i);
-        let r = &recs[i];
         let next = match (&r.parent, r.is_boundary()) {
             (Some(p), _) => Some(p.as_str()),
             (None, true) => r.str("logicalParentUuid"),
@@ -306,7 +319,7 @@ fn active_chain(
 /// chain, siblings then results, each in timestamp order (file order on ties).
 fn recover_parallel(recs: &[Rec], chain: Vec<usize>, main: bool) -> Vec<usize> {
     let on: HashSet<usize> = chain.iter().copied().collect();
-    let eligible = |i: usize| recs[i].side != main;
+    let eligible = |i: usize| recs.get(i).is_some_and(|r| r.side != main);
     let mut members: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut results_of: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, r) in recs.iter().enumerate() {
@@ -325,22 +338,24 @@ fn recover_parallel(recs: &[Rec], chain: Vec<usize>, main: bool) -> Vec<usize> {
     }
     let mut anchor: HashMap<&str, usize> = HashMap::new();
     for &i in &chain {
-        if recs[i].kind == "assistant" {
-            if let Some(mid) = recs[i].message_id() {
+        let Some(r) = recs.get(i) else { continue };
+        if r.kind == "assistant" {
+            if let Some(mid) = r.message_id() {
                 anchor.insert(mid, i);
             }
         }
     }
     let mut added: HashSet<usize> = HashSet::new();
     let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
-    let by_time = |v: &mut Vec<usize>| v.sort_by(|a, b| recs[*a].ts.cmp(&recs[*b].ts).then(a.cmp(b)));
+    let ts = |i: usize| recs.get(i).and_then(|r| r.ts.as_deref());
+    let by_time = |v: &mut Vec<usize>| v.sort_by(|a, b| ts(*a).cmp(&ts(*b)).then(a.cmp(b)));
     for (mid, &at) in &anchor {
         let group = members.get(mid).cloned().unwrap_or_default();
         let mut siblings: Vec<usize> =
             group.iter().copied().filter(|i| !on.contains(i) && !added.contains(i)).collect();
         let mut results: Vec<usize> = Vec::new();
         for m in &group {
-            let Some(u) = recs[*m].uuid.as_deref() else { continue };
+            let Some(u) = recs.get(*m).and_then(|r| r.uuid.as_deref()) else { continue };
             for &t in results_of.get(u).map(Vec::as_slice).unwrap_or(&[]) {
                 if !on.contains(&t) && !added.contains(&t) {
                     results.push(t);
@@ -358,7 +373,7 @@ fn recover_parallel(recs: &[Rec], chain: Vec<usize>, main: bool) -> Vec<usize> {
     if inserts.is_empty() {
         return chain;
     }
-    let mut out = Vec::with_capacity(chain.len() + added.len());
+    let mut out = Vec::with_capacity(chain.len().saturating_add(added.len()));
     for i in chain {
         out.push(i);
         if let Some(v) = inserts.remove(&i) {
@@ -370,6 +385,9 @@ fn recover_parallel(recs: &[Rec], chain: Vec<usize>, main: bool) -> Vec<usize> {
 
 /// Turns chain records into steps, counting each record.
 struct Builder<'a> {
+    cx: &'a Cx<'a>,
+    /// The first block the Anthropic reader refused (the read fails with it).
+    error: Option<CaptureError>,
     recs: &'a [Rec],
     raw: &'a [&'a str],
     report: &'a mut Report,
@@ -386,7 +404,12 @@ struct Pending {
     ts: Option<String>,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    /// The text of record `i`'s line (for ids of records without a uuid).
+    fn raw_line(&self, i: usize) -> &'a str {
+        self.raw.get(i).copied().unwrap_or_default()
+    }
+
     fn d(&self, d: Disposition) -> Disposition {
         match (self.apart, d) {
             (true, Disposition::History | Disposition::Opaque) => Disposition::Apart,
@@ -411,11 +434,16 @@ impl Builder<'_> {
                 }
             }
         };
-        let mut k = 0;
-        while k < chain.len() {
-            let i = chain[k];
-            let r = &self.recs[i];
-            counted[i] = true;
+        let recs = self.recs;
+        let mut k = 0usize;
+        while let Some(&i) = chain.get(k) {
+            let Some(r) = recs.get(i) else {
+                k = k.saturating_add(1);
+                continue;
+            };
+            if let Some(c) = counted.get_mut(i) {
+                *c = true;
+            }
             match r.kind.as_str() {
                 "assistant" if r.flag("isApiErrorMessage") => {
                     flush(&mut pending, &mut steps);
@@ -443,17 +471,20 @@ impl Builder<'_> {
                 "assistant" => {
                     awaiting_summary = None;
                     flush(&mut pending, &mut steps);
-                    let mut j = k + 1;
+                    let mut j = k.saturating_add(1);
                     if let Some(mid) = r.message_id() {
-                        while j < chain.len()
-                            && self.recs[chain[j]].kind == "assistant"
-                            && self.recs[chain[j]].message_id() == Some(mid)
-                        {
-                            counted[chain[j]] = true;
-                            j += 1;
+                        while let Some(&n) = chain.get(j) {
+                            let same = recs.get(n).is_some_and(|x| x.kind == "assistant" && x.message_id() == Some(mid));
+                            if !same {
+                                break;
+                            }
+                            if let Some(c) = counted.get_mut(n) {
+                                *c = true;
+                            }
+                            j = j.saturating_add(1);
                         }
                     }
-                    let group: Vec<usize> = chain[k..j].to_vec();
+                    let group: Vec<usize> = chain.get(k..j).unwrap_or_default().to_vec();
                     if let Some(step) = self.response(&group) {
                         steps.push(step);
                     }
@@ -462,14 +493,14 @@ impl Builder<'_> {
                 }
                 "user" if r.flag("isCompactSummary") && awaiting_summary.is_some() => {
                     flush(&mut pending, &mut steps);
-                    let mut msgs = self.user(r);
+                    let mut msgs = self.user(r, false);
                     for m in &mut msgs {
                         m.meta.is_summary = true;
                     }
                     if let Some(Step { id, change: Change::Compaction { history, .. }, .. }) =
                         awaiting_summary.take().and_then(|s| steps.get_mut(s))
                     {
-                        *id = r.id(self.raw[i]);
+                        *id = r.id(self.raw_line(i));
                         *history = msgs;
                     }
                     self.count_meta(r, Disposition::History);
@@ -478,9 +509,11 @@ impl Builder<'_> {
                     // The summary is the message right after its boundary, or there is none.
                     awaiting_summary = None;
                     let tool_results = r.has_tool_result();
-                    let msgs = self.user(r);
-                    self.count_meta(r, Disposition::History);
                     let same = pending.as_ref().is_some_and(|p| p.tool_results && tool_results);
+                    // Result records of one turn are one user message on the wire.
+                    let join = same && pending.as_ref().is_some_and(|p| !p.messages.is_empty());
+                    let msgs = self.user(r, join);
+                    self.count_meta(r, Disposition::History);
                     if !same {
                         flush(&mut pending, &mut steps);
                         pending =
@@ -488,7 +521,7 @@ impl Builder<'_> {
                     }
                     if let Some(p) = pending.as_mut() {
                         p.messages.extend(msgs);
-                        p.id = r.id(self.raw[i]);
+                        p.id = r.id(self.raw_line(i));
                     }
                 }
                 "system" if r.is_boundary() => {
@@ -504,7 +537,7 @@ impl Builder<'_> {
                     }
                     awaiting_summary = Some(steps.len());
                     steps.push(Step {
-                        id: r.id(self.raw[i]),
+                        id: r.id(self.raw_line(i)),
                         ts: r.ts.clone(),
                         change: Change::Compaction { trigger, pre_tokens, history: Vec::new(), exact: true },
                     });
@@ -527,7 +560,7 @@ impl Builder<'_> {
                     self.count_rec(r, Disposition::Skipped(reason))
                 }
             }
-            k += 1;
+            k = k.saturating_add(1);
         }
         flush(&mut pending, &mut steps);
         steps
@@ -554,92 +587,76 @@ impl Builder<'_> {
         }
     }
 
-    /// A user record as messages: its tool results (in block order), then the user message with
-    /// the remaining text, images and opaque blocks.
-    fn user(&mut self, r: &Rec) -> History {
-        let mut out = History::new();
-        let content = r.message().and_then(|m| m.get("content"));
-        let blocks = match content {
-            Some(Value::String(s)) => {
-                self.count("block:text", Disposition::History);
-                out.push(Message::user(s.clone()));
-                return out;
-            }
-            Some(Value::Array(b)) => b,
-            _ => return out,
+    /// A user record as messages, through the Anthropic Messages reader (the record's `message`
+    /// is the message the client sent): each `tool_result` its own tool message, each run of
+    /// other blocks a user message, in block order, with the blocks the model has no field for
+    /// kept in the messages' `wire` templates. `join` makes the first message join the one
+    /// before it when the body is rebuilt (the client merges the result records of one turn).
+    fn user(&mut self, r: &Rec, join: bool) -> History {
+        let content = match r.message().and_then(|m| m.get("content")) {
+            Some(c @ Value::String(_)) => c.clone(),
+            Some(Value::Array(b)) if !b.is_empty() => Value::Array(b.clone()),
+            _ => return History::new(),
         };
-        let mut msg = Message::user("");
-        let mut texts: Vec<String> = Vec::new();
-        let mut opaque = Opaque::default();
-        for (k, b) in blocks.iter().enumerate() {
-            let t = b.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
-            match t {
-                "text" => {
-                    texts.push(b.get("text").and_then(Value::as_str).unwrap_or_default().to_string());
-                    self.count("block:text", Disposition::History);
-                }
-                "image" => match image(b) {
-                    Some(img) => {
-                        msg.images.push(img);
-                        self.count("block:image", Disposition::History);
-                    }
-                    None => {
-                        opaque.push(k, b.clone());
-                        self.count("block:image", Disposition::Opaque);
-                    }
-                },
-                "tool_result" => {
-                    let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
-                    let mut tool = Message::tool(id, "");
-                    tool.is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                    let mut inner = Opaque::default();
-                    match b.get("content") {
-                        Some(Value::String(s)) => tool.content = s.clone(),
-                        Some(Value::Array(items)) => {
-                            let mut parts = Vec::new();
-                            for (n, item) in items.iter().enumerate() {
-                                let it = item.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
-                                if it == "text" {
-                                    parts.push(item.get("text").and_then(Value::as_str).unwrap_or_default());
-                                    self.count("block:tool_result.text", Disposition::History);
-                                } else {
-                                    inner.push(n, item.clone());
-                                    self.count(&format!("block:tool_result.{it}"), Disposition::Opaque);
-                                }
-                            }
-                            tool.content = parts.join("\n");
-                        }
-                        _ => {}
-                    }
-                    tool.wire = inner.into_wire();
-                    out.push(tool);
-                    self.count("block:tool_result", Disposition::History);
-                }
-                other => {
-                    opaque.push(k, b.clone());
-                    self.count(&format!("block:{other}"), Disposition::Opaque);
-                }
-            }
-        }
-        msg.content = texts.join("\n");
-        msg.wire = opaque.into_wire();
-        if !msg.content.is_empty() || !msg.images.is_empty() || msg.wire.is_some() || !texts.is_empty() {
-            out.push(msg);
-        }
-        out
+        let msg = serde_json::json!({"role": "user", "content": content});
+        self.convert(r, &msg, join)
     }
 
-    /// One API response written as several assistant records.
+    /// A provider message read as the Anthropic Messages reader reads a body's, its blocks
+    /// counted by what became of them.
+    fn convert(&mut self, r: &Rec, msg: &Value, join: bool) -> History {
+        let path = format!("line {}.message", r.line);
+        let mut drafts = match anthropic::message(self.cx, msg, &path) {
+            Ok(d) => d,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                return History::new();
+            }
+        };
+        if let Some(first) = drafts.first_mut() {
+            first.join |= join;
+        }
+        let blocks = match msg.get("content") {
+            Some(Value::Array(b)) => b.as_slice(),
+            _ => &[],
+        };
+        if msg.get("content").is_some_and(Value::is_string) {
+            self.count("block:text", Disposition::History);
+        }
+        let templates: Vec<&Value> = drafts
+            .iter()
+            .filter_map(|d| d.template.get("content").and_then(Value::as_array))
+            .flatten()
+            .collect();
+        for (b, t) in blocks.iter().zip(templates) {
+            let ty = b.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
+            if ty == "tool_result" {
+                self.count("block:tool_result", Disposition::History);
+                if let (Some(Value::Array(items)), Some(Value::Array(tpls))) =
+                    (b.get("content"), t.get("content"))
+                {
+                    for (it, tp) in items.iter().zip(tpls) {
+                        let it = it.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
+                        self.count(&format!("block:tool_result.{it}"), disposition(tp));
+                    }
+                }
+            } else {
+                self.count(&format!("block:{ty}"), disposition(t));
+            }
+        }
+        drafts.into_iter().map(|d| shape::finish(d, F, anthropic::default_template)).collect()
+    }
+
+    /// One API response written as several assistant records: their blocks, in order, as one
+    /// assistant message (only `role` and `content`: the rest of a record's `message` is the
+    /// response's, never sent back).
     fn response(&mut self, group: &[usize]) -> Option<Step> {
-        let mut msg = Message::assistant("");
-        let mut texts: Vec<String> = Vec::new();
-        let mut opaque = Opaque::default();
-        let mut pos = 0usize;
+        let mut blocks: Vec<Value> = Vec::new();
         let mut stop_reason = None;
         let mut output_tokens = None;
         let mut last = None;
         for &i in group {
-            let r = &self.recs[i];
+            let Some(r) = self.recs.get(i) else { continue };
             self.count_meta(r, Disposition::History);
             let Some(m) = r.message() else { continue };
             if let Some(model) = m.get("model").and_then(Value::as_str).filter(|m| *m != "<synthetic>") {
@@ -651,59 +668,31 @@ impl Builder<'_> {
             if let Some(t) = m.get("usage").and_then(|u| u.get("output_tokens")).and_then(Value::as_u64) {
                 output_tokens = Some(t);
             }
-            let blocks: Vec<Value> = match m.get("content") {
-                Some(Value::Array(b)) => b.clone(),
-                Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
-                _ => Vec::new(),
-            };
-            for b in blocks {
-                let t = b.get("type").and_then(Value::as_str).unwrap_or("(untyped)").to_string();
-                match t.as_str() {
-                    "text" => {
-                        texts.push(b.get("text").and_then(Value::as_str).unwrap_or_default().to_string());
-                        self.count("block:text", Disposition::History);
-                    }
-                    "tool_use" => {
-                        msg.tool_calls.push(ToolCall {
-                            id: b.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                            kind: "function".into(),
-                            name: b.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                            arguments: b.get("input").cloned().unwrap_or_else(|| Value::Object(Map::new())),
-                        });
-                        self.count("block:tool_use", Disposition::History);
-                    }
-                    _ => {
-                        opaque.push(pos, b);
-                        self.count(&format!("block:{t}"), Disposition::Opaque);
-                    }
-                }
-                pos += 1;
+            match m.get("content") {
+                Some(Value::Array(b)) => blocks.extend(b.iter().cloned()),
+                Some(Value::String(s)) => blocks.push(serde_json::json!({"type": "text", "text": s})),
+                _ => {}
             }
             last = Some(i);
         }
         let last = last?;
-        msg.content = texts.join("\n");
-        msg.wire = opaque.into_wire();
-        let r = &self.recs[last];
+        let r = self.recs.get(last)?;
+        let msg = serde_json::json!({"role": "assistant", "content": blocks});
+        let messages = self.convert(r, &msg, false);
         Some(Step {
-            id: r.id(self.raw[last]),
+            id: r.id(self.raw_line(last)),
             ts: r.ts.clone(),
-            change: Change::Response { messages: vec![msg], stop_reason, output_tokens },
+            change: Change::Response { messages, stop_reason, output_tokens },
         })
     }
 }
 
-fn image(b: &Value) -> Option<Image> {
-    let src = b.get("source")?.as_object()?;
-    match src.get("type").and_then(Value::as_str) {
-        Some("url") => {
-            Some(Image { media_type: None, data: None, url: Some(src.get("url")?.as_str()?.to_string()) })
-        }
-        Some("base64") => Some(Image {
-            media_type: src.get("media_type").and_then(Value::as_str).map(str::to_string),
-            data: Some(src.get("data")?.as_str()?.to_string()),
-            url: None,
-        }),
-        _ => None,
+/// What a block's template made of it: a slot is modeled (in the history), a verbatim copy is
+/// carried opaquely.
+fn disposition(template: &Value) -> Disposition {
+    if shape::is_slot(template) {
+        Disposition::History
+    } else {
+        Disposition::Opaque
     }
 }

@@ -11,13 +11,19 @@
 //! same reason: nothing downstream may invent its result. A `tool_result` without a native call
 //! stays user text.
 
-use crate::session::{Disposition, Opaque, Report, Session};
+use crate::anthropic::{self, Add};
+use crate::conv::{without, Runs};
+use crate::session::{Disposition, Report, Session};
+use crate::shape::{self, lit, text_marker, Draft};
 use crate::{kind, Cx};
 use salvage_types::capture::{CaptureError, RequestFormat};
-use salvage_types::message::{Image, Message, Role, ToolCall};
+use salvage_types::message::{Message, Role};
 use salvage_types::timeline::{Change, Step};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
+
+/// The format of the messages' `wire` templates: the API Cline sends.
+const F: RequestFormat = RequestFormat::Anthropic;
 
 /// True for user text that carries a tool's output (`[tool for 'arg'] Result:`).
 fn is_tool_feedback(text: &str) -> bool {
@@ -80,94 +86,84 @@ pub(crate) fn read(cx: &Cx<'_>, body: &Value) -> Result<Session, CaptureError> {
             model = Some(mid.to_string());
         }
         if role == Role::Assistant {
-            answered = msgs.get(i + 1).map(tool_result_ids).unwrap_or_default();
+            answered = msgs.get(i.saturating_add(1)).map(tool_result_ids).unwrap_or_default();
         }
-        let mut out: Vec<Message> = Vec::new();
-        let mut msg = Message::new(role, "");
-        let mut texts: Vec<String> = Vec::new();
-        let mut opaque = Opaque::default();
-        match o.get("content") {
+        // The message as Cline sends it: without its bookkeeping.
+        let env = without(o, &["content", "ts", "id", "modelInfo", "metrics"]);
+        let drafts = match o.get("content") {
             Some(Value::String(s)) => {
-                texts.push(s.clone());
                 report.count("block:text", Disposition::History);
+                let mut t: Map<String, Value> = env.into_iter().map(|(k, v)| (k, lit(v))).collect();
+                t.insert("content".into(), text_marker("s", Map::new(), s));
+                vec![Draft { msg: Message::new(role, ""), template: Value::Object(t), join: false }]
             }
+            Some(Value::Array(blocks)) if blocks.is_empty() => Vec::new(),
             Some(Value::Array(blocks)) => {
+                let mut runs = Runs::new(env, "role", "content", role);
                 for (k, b) in blocks.iter().enumerate() {
                     let bpath = format!("{path}.content[{k}]");
                     let bo = cx.obj(b, &bpath)?;
                     let t = cx.req_str(bo, "type", &bpath)?;
                     match t {
-                        "text" => {
-                            texts
-                                .push(bo.get("text").and_then(Value::as_str).unwrap_or_default().to_string());
-                            report.count("block:text", Disposition::History);
-                            // Other fields of a text block (reasoning_details, signature…) ride in
-                            // `wire` without the text.
-                            if bo.keys().any(|key| key != "type" && key != "text") {
-                                let mut rest: Map<String, Value> = bo.clone();
-                                rest.remove("text");
-                                opaque.push(k, Value::Object(rest));
-                            }
-                        }
-                        "image" => match image(bo) {
-                            Some(img) => {
-                                msg.images.push(img);
-                                report.count("block:image", Disposition::History);
-                            }
-                            None => {
-                                opaque.push(k, b.clone());
-                                report.count("block:image", Disposition::Opaque);
-                            }
-                        },
                         "tool_use" if role == Role::Assistant => {
                             let id = cx.req_str(bo, "id", &bpath)?.to_string();
                             if answered.contains(&id) {
-                                msg.tool_calls.push(ToolCall {
-                                    id: id.clone(),
-                                    kind: "function".into(),
-                                    name: bo
-                                        .get("name")
-                                        .and_then(Value::as_str)
-                                        .unwrap_or_default()
-                                        .to_string(),
-                                    arguments: bo
-                                        .get("input")
-                                        .cloned()
-                                        .unwrap_or_else(|| Value::Object(Map::new())),
-                                });
-                                modeled.insert(id);
-                                report.count("block:tool_use", Disposition::History);
+                                let (tpl, add) = anthropic::block(cx, bo, b, role, &bpath)?;
+                                let d = if shape::is_slot(&tpl) {
+                                    Disposition::History
+                                } else {
+                                    Disposition::Opaque
+                                };
+                                let msg = runs.block(tpl);
+                                if let Add::Call(c) = add {
+                                    msg.tool_calls.push(c);
+                                    modeled.insert(id);
+                                }
+                                report.count("block:tool_use", d);
                             } else {
                                 report.note(format!(
                                     "{bpath}: tool_use {id} has no tool_result in the next message; carried opaquely so that no result is invented for it"
                                 ));
-                                opaque.push(k, b.clone());
+                                runs.block(lit(b.clone()));
                                 report.count("block:tool_use", Disposition::Opaque);
                             }
                         }
                         "tool_result" if role == Role::User => {
-                            let id = bo.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
-                            let (text, inner) = result_parts(bo.get("content"), &mut report);
-                            if modeled.contains(id) {
-                                let mut tm = Message::tool(id, text);
-                                tm.is_error = bo.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                                tm.wire = inner.into_wire();
-                                out.push(tm);
+                            let id = cx.req_str(bo, "tool_use_id", &bpath)?;
+                            let (msg, tpl) = if modeled.contains(id) {
+                                anthropic::tool_result(cx, bo, &bpath)?
                             } else {
-                                // Kept as user text; its non-text parts ride at its position.
-                                texts.push(text);
-                                if let Some(w) = inner.into_wire() {
-                                    opaque.push(k, serde_json::json!({"type": "tool_result.parts", "tool_use_id": id, "parts": w}));
+                                // Kept as user text, the block as it was around it.
+                                anthropic::tool_result_as_user(cx, bo, &bpath)?
+                            };
+                            if let (Some(Value::Array(items)), Some(Value::Array(tpls))) =
+                                (bo.get("content"), tpl.get("content"))
+                            {
+                                for (it, tp) in items.iter().zip(tpls) {
+                                    let it = it.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
+                                    report.count(&format!("block:tool_result.{it}"), disposition(tp));
                                 }
+                            }
+                            if msg.role == Role::Tool {
+                                runs.result(msg, tpl);
+                            } else {
+                                runs.block(tpl).images.extend(msg.images);
                             }
                             report.count("block:tool_result", Disposition::History);
                         }
                         other => {
-                            opaque.push(k, b.clone());
-                            report.count(&format!("block:{other}"), Disposition::Opaque);
+                            let (tpl, add) = anthropic::block(cx, bo, b, role, &bpath)?;
+                            report.count(&format!("block:{other}"), disposition(&tpl));
+                            let msg = runs.block(tpl);
+                            match add {
+                                Add::Image(img) => msg.images.push(img),
+                                // A tool_use in a user message is not a call.
+                                Add::Call(_) | Add::Nothing => {}
+                            }
                         }
                     }
                 }
+                runs.finish()
             }
             Some(v) => {
                 return Err(cx.err(
@@ -176,23 +172,20 @@ pub(crate) fn read(cx: &Cx<'_>, body: &Value) -> Result<Session, CaptureError> {
                 ))
             }
             None => return Err(cx.err(&format!("{path}.content"), "missing")),
-        }
-        msg.content = texts.join("\n");
-        msg.wire = opaque.into_wire();
-        if role == Role::User && texts.first().is_some_and(|t| is_tool_feedback(t)) {
-            msg.meta.agent_feedback = true;
-        }
-        if !msg.content.is_empty()
-            || !msg.images.is_empty()
-            || !msg.tool_calls.is_empty()
-            || msg.wire.is_some()
-            || !texts.is_empty()
-        {
-            out.push(msg);
+        };
+        let mut out: Vec<Message> = Vec::new();
+        for d in drafts {
+            let mut m = shape::finish(d, F, anthropic::default_template);
+            let first_user = m.role == Role::User && !out.iter().any(|o| o.role == Role::User);
+            if first_user && is_tool_feedback(&m.content) {
+                m.meta.agent_feedback = true;
+            }
+            out.push(m);
         }
         report.count(&format!("record:{}", role.as_str()), Disposition::History);
         let digest = blake3::hash(m.to_string().as_bytes()).to_hex();
-        let id = format!("m{i}-{}", &digest.as_str()[..12]);
+        // A hex digest is ASCII: any cut is a char boundary.
+        let id = format!("m{i}-{}", digest.as_str().get(..12).unwrap_or(digest.as_str()));
         let change = if role == Role::Assistant {
             Change::Response { messages: out, stop_reason: None, output_tokens: None }
         } else {
@@ -217,41 +210,11 @@ pub(crate) fn read(cx: &Cx<'_>, body: &Value) -> Result<Session, CaptureError> {
     })
 }
 
-/// A tool_result's text, and its other parts (images, documents) kept opaquely.
-fn result_parts(content: Option<&Value>, report: &mut Report) -> (String, Opaque) {
-    let mut opaque = Opaque::default();
-    let text = match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) => {
-            let mut texts = Vec::new();
-            for (n, it) in items.iter().enumerate() {
-                let t = it.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
-                if t == "text" {
-                    texts.push(it.get("text").and_then(Value::as_str).unwrap_or_default());
-                    report.count("block:tool_result.text", Disposition::History);
-                } else {
-                    opaque.push(n, it.clone());
-                    report.count(&format!("block:tool_result.{t}"), Disposition::Opaque);
-                }
-            }
-            texts.join("\n")
-        }
-        _ => String::new(),
-    };
-    (text, opaque)
-}
-
-fn image(b: &Map<String, Value>) -> Option<Image> {
-    let src = b.get("source")?.as_object()?;
-    match src.get("type").and_then(Value::as_str) {
-        Some("url") => {
-            Some(Image { media_type: None, data: None, url: Some(src.get("url")?.as_str()?.to_string()) })
-        }
-        Some("base64") => Some(Image {
-            media_type: src.get("media_type").and_then(Value::as_str).map(str::to_string),
-            data: Some(src.get("data")?.as_str()?.to_string()),
-            url: None,
-        }),
-        _ => None,
+/// What a block's template made of it: a slot is modeled, a verbatim copy carried opaquely.
+fn disposition(template: &Value) -> Disposition {
+    if shape::is_slot(template) {
+        Disposition::History
+    } else {
+        Disposition::Opaque
     }
 }

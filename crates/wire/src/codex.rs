@@ -16,10 +16,10 @@
 //!
 //! The older layout (a first line `{id, timestamp}`, then bare response items) is read too.
 
-use crate::session::{line_id, lines, parse_line, Disposition, Opaque, Report, Session};
-use crate::{split_data_url, Cx};
+use crate::session::{line_id, lines, parse_line, Disposition, Report, Session};
+use crate::{responses, shape, Cx};
 use salvage_types::capture::{check_utf8, CaptureError, RequestFormat};
-use salvage_types::message::{Image, Message, Role, ToolCall};
+use salvage_types::message::{Message, Role};
 use salvage_types::timeline::{Change, Step};
 use salvage_types::History;
 use serde_json::{json, Map, Value};
@@ -36,15 +36,42 @@ const CONTEXTUAL_PREFIXES: &[&str] = &[
     "<turn_aborted>",
 ];
 
-/// Tool-call arguments given as a JSON string: parsed, or kept as the string when not JSON.
-fn parse_arguments(text: &str) -> Value {
-    if text.trim().is_empty() {
-        return Value::Object(Map::new());
+/// The format of the messages' `wire` templates: the API Codex sends.
+const F: RequestFormat = RequestFormat::OpenaiResponses;
+
+/// A message item of one plain text part in the equivalent string form (`{"role", "content":
+/// "…"}`, the same message to the API), so that a plain message needs no template; any other
+/// item as it is.
+fn plain(p: &Map<String, Value>) -> Value {
+    let role = p.get("role").and_then(Value::as_str);
+    let only_keys = p.keys().all(|k| matches!(k.as_str(), "type" | "role" | "content"));
+    if let (Some("message"), Some(role), true, Some(Value::Array(parts))) =
+        (p.get("type").and_then(Value::as_str), role, only_keys, p.get("content"))
+    {
+        if let [part] = parts.as_slice() {
+            let want = if role == "assistant" { "output_text" } else { "input_text" };
+            let is_plain = part
+                .as_object()
+                .is_some_and(|o| o.len() == 2 && o.get("type").and_then(Value::as_str) == Some(want));
+            if let (true, Some(text @ Value::String(_))) = (is_plain, part.get("text")) {
+                return json!({"role": role, "content": text});
+            }
+        }
     }
-    if !crate::within_value_budget(text) {
-        return Value::String(text.to_string());
+    Value::Object(p.clone())
+}
+
+/// A tool output item as Codex sends it: an output recorded as `{content, success}` (older
+/// rollouts) goes on the wire as its content string; the second value is `success == false`.
+fn as_sent(p: &Map<String, Value>) -> (Value, bool) {
+    let mut item = p.clone();
+    let mut failed = false;
+    if let Some(Value::Object(o)) = p.get("output") {
+        failed = o.get("success").and_then(Value::as_bool) == Some(false);
+        let text = o.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
+        item.insert("output".into(), Value::String(text));
     }
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    (Value::Object(item), failed)
 }
 
 /// True for a user message the user typed (not injected context).
@@ -57,8 +84,7 @@ fn is_user_turn(m: &Message) -> bool {
 
 pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     let text = check_utf8(bytes, cx.file)?;
-    let mut r =
-        Reader { report: Report::default(), steps: Vec::new(), history: History::new(), acc: Acc::None };
+    let mut r = Reader::new(cx);
     let mut session = Session {
         format: RequestFormat::Codex,
         id: None,
@@ -73,7 +99,9 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     };
     let all: Vec<(usize, &str)> = lines(text).collect();
     for (k, (line, t)) in all.iter().enumerate() {
-        let Some(o) = parse_line(cx, *line, t, k + 1 == all.len(), &mut r.report)? else { continue };
+        let Some(o) = parse_line(cx, *line, t, k.saturating_add(1) == all.len(), &mut r.report)? else {
+            continue;
+        };
         let id = line_id(*line, t);
         let ts = o.get("timestamp").and_then(Value::as_str).map(str::to_string);
         let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
@@ -104,8 +132,10 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
                     Disposition::Skipped("per-turn settings (model read); not a history item".into()),
                 );
             }
-            ("response_item", Some(Value::Object(p))) => r.item(p, &id, ts, false),
-            ("compacted", Some(Value::Object(p))) => r.compacted(p, id, ts),
+            ("response_item", Some(Value::Object(p))) => {
+                r.item(p, &id, ts, false, format!("line {line}.payload"))
+            }
+            ("compacted", Some(Value::Object(p))) => r.compacted(p, id, ts, &format!("line {line}.payload")),
             ("event_msg", Some(p)) => {
                 let ev = p.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
                 if ev == "thread_rolled_back" {
@@ -125,7 +155,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
                     Disposition::Skipped("session header of the older layout (id read)".into()),
                 );
             }
-            (t, None) if is_item_type(t) => r.item(&o, &id, ts, true),
+            (t, None) if is_item_type(t) => r.item(&o, &id, ts, true, format!("line {line}")),
             (other, _) => {
                 let name = if other.is_empty() { "(untyped)" } else { other };
                 r.report.count(
@@ -138,6 +168,9 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
         }
     }
     r.flush();
+    if let Some(e) = r.error.take() {
+        return Err(e);
+    }
     if r.steps.is_empty() {
         return Err(cx.err("(top level)", "no response_item or compacted records: nothing to import"));
     }
@@ -162,12 +195,11 @@ fn is_item_type(t: &str) -> bool {
     )
 }
 
-/// A response being gathered from consecutive model items.
+/// A response being gathered from consecutive model items: the items as the client sends them
+/// back, with the paths that name them in errors.
 struct Response {
-    msg: Message,
-    texts: Vec<String>,
-    opaque: Opaque,
-    pos: usize,
+    items: Vec<Value>,
+    paths: Vec<String>,
     id: String,
     ts: Option<String>,
 }
@@ -178,7 +210,10 @@ enum Acc {
     Response(Box<Response>),
 }
 
-struct Reader {
+struct Reader<'a> {
+    cx: &'a Cx<'a>,
+    /// The first item the Responses reader refused (the read fails with it).
+    error: Option<CaptureError>,
     report: Report,
     steps: Vec<Step>,
     /// The history so far (for rollbacks and rebuilt compactions).
@@ -186,7 +221,18 @@ struct Reader {
     acc: Acc,
 }
 
-impl Reader {
+impl<'a> Reader<'a> {
+    fn new(cx: &'a Cx<'a>) -> Self {
+        Reader {
+            cx,
+            error: None,
+            report: Report::default(),
+            steps: Vec::new(),
+            history: History::new(),
+            acc: Acc::None,
+        }
+    }
+
     fn push(&mut self, step: Step) {
         step.apply(&mut self.history);
         self.steps.push(step);
@@ -201,45 +247,103 @@ impl Reader {
                 }
             }
             Acc::Response(r) => {
-                let Response { mut msg, texts, opaque, id, ts, .. } = *r;
-                msg.content = texts.join("\n");
-                msg.wire = opaque.into_wire();
-                self.push(Step {
-                    id,
-                    ts,
-                    change: Change::Response { messages: vec![msg], stop_reason: None, output_tokens: None },
-                });
+                let Response { items, paths, id, ts } = *r;
+                let mut messages = self.convert(&items, &paths);
+                for m in &mut messages {
+                    // Model-side items the Responses reader does not group into a turn (a
+                    // `compaction`) travel in a message of their own: the model's.
+                    if m.role == Role::User {
+                        m.role = Role::Assistant;
+                    }
+                }
+                if !messages.is_empty() {
+                    self.push(Step {
+                        id,
+                        ts,
+                        change: Change::Response { messages, stop_reason: None, output_tokens: None },
+                    });
+                }
             }
         }
     }
 
+    /// Response items read as the Responses reader reads a body's `input` (one convention for
+    /// what the message model cannot hold: the items' `wire` templates), their message parts
+    /// and tool-output parts counted by what became of them.
+    fn convert(&mut self, items: &[Value], paths: &[String]) -> History {
+        let path_of = |i: usize| paths.get(i).cloned().unwrap_or_default();
+        let drafts = match responses::items_to_drafts(self.cx, items, &path_of) {
+            Ok(d) => d,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                return History::new();
+            }
+        };
+        let templates: Vec<&Value> = drafts.iter().filter_map(|d| d.template.as_array()).flatten().collect();
+        for (item, t) in items.iter().zip(templates) {
+            self.count_parts(item, t);
+        }
+        drafts.into_iter().map(|d| shape::finish(d, F, responses::default_template)).collect()
+    }
+
+    /// Counts a message's content parts (`block:TYPE`) or a tool output's parts
+    /// (`block:output.TYPE`): a slot is modeled, a verbatim copy carried opaquely.
+    fn count_parts(&mut self, item: &Value, t: &Value) {
+        let (key, prefix) = match item.get("type").and_then(Value::as_str) {
+            Some("message") | None => ("content", "block:"),
+            Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output") => {
+                ("output", "block:output.")
+            }
+            Some(_) => return,
+        };
+        match (item.get(key), t.get(key)) {
+            (Some(Value::String(_)), _) if key == "content" => {
+                // A plain message read in its string form (see [`plain`]) counts as its part.
+                let kind = match (item.get("type"), item.get("role").and_then(Value::as_str)) {
+                    (Some(_), _) => "block:text",
+                    (None, Some("assistant")) => "block:output_text",
+                    (None, _) => "block:input_text",
+                };
+                self.report.count(kind, Disposition::History)
+            }
+            (Some(Value::Array(parts)), Some(Value::Array(tpls))) => {
+                for (part, tp) in parts.iter().zip(tpls) {
+                    let pt = part.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
+                    let d = if shape::is_slot(tp) { Disposition::History } else { Disposition::Opaque };
+                    self.report.count(&format!("{prefix}{pt}"), d);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Adds a model-side item to the current response.
-    fn model_part(
-        &mut self,
-        id: &str,
-        ts: Option<String>,
-        f: impl FnOnce(&mut Message, &mut Vec<String>, &mut Opaque, usize),
-    ) {
+    fn model_item(&mut self, id: &str, ts: Option<String>, item: Value, path: String) {
         if !matches!(self.acc, Acc::Response(_)) {
             self.flush();
             self.acc = Acc::Response(Box::new(Response {
-                msg: Message::assistant(""),
-                texts: Vec::new(),
-                opaque: Opaque::default(),
-                pos: 0,
+                items: Vec::new(),
+                paths: Vec::new(),
                 id: String::new(),
                 ts: None,
             }));
         }
         if let Acc::Response(r) = &mut self.acc {
-            f(&mut r.msg, &mut r.texts, &mut r.opaque, r.pos);
-            r.pos += 1;
+            r.items.push(item);
+            r.paths.push(path);
             r.id = id.to_string();
             r.ts = ts;
         }
     }
 
-    /// Adds an input message; a real user prompt starts a new input step.
+    /// Adds an input item (a message or a tool output); a real user prompt starts a new input
+    /// step.
+    fn input_item(&mut self, item: Value, path: String, id: &str, ts: Option<String>) {
+        for m in self.convert(std::slice::from_ref(&item), std::slice::from_ref(&path)) {
+            self.input(m, id, ts.clone());
+        }
+    }
+
     fn input(&mut self, m: Message, id: &str, ts: Option<String>) {
         let new_turn = is_user_turn(&m);
         if new_turn || !matches!(self.acc, Acc::Input { .. }) {
@@ -252,179 +356,34 @@ impl Reader {
         }
     }
 
-    /// One response item (`bare` for the older layout).
-    fn item(&mut self, p: &Map<String, Value>, id: &str, ts: Option<String>, bare: bool) {
+    /// One response item (`bare` for the older layout); `path` names it in errors.
+    fn item(&mut self, p: &Map<String, Value>, id: &str, ts: Option<String>, bare: bool, path: String) {
         let t = p.get("type").and_then(Value::as_str).unwrap_or("(untyped)").to_string();
         let kind = if bare { format!("record:{t} (bare item)") } else { format!("record:response_item/{t}") };
+        let item = plain(p);
         match t.as_str() {
-            "message" => {
-                let role = p.get("role").and_then(Value::as_str).unwrap_or("user").to_string();
-                if role == "assistant" {
-                    let parts = p.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
-                    let mut counts: Vec<(String, Disposition)> = Vec::new();
-                    self.model_part(id, ts, |_, texts, opaque, pos| {
-                        let mut kept_other = false;
-                        for part in &parts {
-                            let pt = part.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
-                            if pt == "output_text" || pt == "input_text" || pt == "text" {
-                                texts.push(
-                                    part.get("text").and_then(Value::as_str).unwrap_or_default().to_string(),
-                                );
-                                counts.push((format!("block:{pt}"), Disposition::History));
-                            } else {
-                                kept_other = true;
-                                counts.push((format!("block:{pt}"), Disposition::Opaque));
-                            }
-                        }
-                        // Fields beyond role/content (phase, end_turn, id) and non-text parts:
-                        // the item's shape, carried without its modeled text.
-                        let mut rest = p.clone();
-                        if !kept_other {
-                            rest.remove("content");
-                        } else if let Some(Value::Array(c)) = rest.get_mut("content") {
-                            c.retain(|part| {
-                                !matches!(
-                                    part.get("type").and_then(Value::as_str),
-                                    Some("output_text" | "input_text" | "text")
-                                )
-                            });
-                        }
-                        rest.remove("role");
-                        if rest.len() > 1 {
-                            opaque.push(pos, Value::Object(rest));
-                        }
-                    });
-                    for (k, d) in counts {
-                        self.report.count(&k, d);
-                    }
-                    self.report.count(&kind, Disposition::History);
-                    return;
-                }
-                let mut m = Message::new(if role == "user" { Role::User } else { Role::System }, "");
-                let mut texts = Vec::new();
-                let mut opaque = Opaque::default();
-                for (n, part) in p.get("content").and_then(Value::as_array).into_iter().flatten().enumerate()
-                {
-                    let pt = part.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
-                    match pt {
-                        "input_text" | "output_text" | "text" => {
-                            texts.push(
-                                part.get("text").and_then(Value::as_str).unwrap_or_default().to_string(),
-                            );
-                            self.report.count(&format!("block:{pt}"), Disposition::History);
-                        }
-                        "input_image" => match part.get("image_url").and_then(Value::as_str) {
-                            Some(url) => {
-                                m.images.push(match split_data_url(url) {
-                                    Some((media, data)) => {
-                                        Image { media_type: Some(media), data: Some(data), url: None }
-                                    }
-                                    None => {
-                                        Image { media_type: None, data: None, url: Some(url.to_string()) }
-                                    }
-                                });
-                                self.report.count("block:input_image", Disposition::History);
-                            }
-                            None => {
-                                opaque.push(n, part.clone());
-                                self.report.count("block:input_image", Disposition::Opaque);
-                            }
-                        },
-                        other => {
-                            opaque.push(n, part.clone());
-                            self.report.count(&format!("block:{other}"), Disposition::Opaque);
-                        }
-                    }
-                }
-                m.content = texts.join("\n");
-                let mut wire = opaque.into_wire();
-                if role != "user" && role != "system" {
-                    let mut w = wire.take().unwrap_or_else(|| json!({}));
-                    if let Some(o) = w.as_object_mut() {
-                        o.insert("role".into(), json!(role));
-                    }
-                    wire = Some(w);
-                }
-                m.wire = wire;
+            "message" if p.get("role").and_then(Value::as_str) == Some("assistant") => {
+                self.model_item(id, ts, item, path);
                 self.report.count(&kind, Disposition::History);
-                self.input(m, id, ts);
+            }
+            "message" => {
+                self.input_item(item, path, id, ts);
+                self.report.count(&kind, Disposition::History);
             }
             "function_call" | "custom_tool_call" | "local_shell_call" => {
-                let call_id = p
-                    .get("call_id")
-                    .or_else(|| p.get("id"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let call = match t.as_str() {
-                    "function_call" => ToolCall {
-                        id: call_id,
-                        kind: "function".into(),
-                        name: p.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        arguments: match p.get("arguments") {
-                            Some(Value::String(s)) => parse_arguments(s),
-                            Some(v) => v.clone(),
-                            None => Value::Object(Map::new()),
-                        },
-                    },
-                    "custom_tool_call" => ToolCall {
-                        id: call_id,
-                        kind: "custom".into(),
-                        name: p.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                        arguments: p.get("input").cloned().unwrap_or(Value::String(String::new())),
-                    },
-                    _ => ToolCall {
-                        id: call_id,
-                        kind: "local_shell".into(),
-                        name: "local_shell".into(),
-                        arguments: p.get("action").cloned().unwrap_or(Value::Null),
-                    },
-                };
-                // Fields the call model has no place for (namespace, status) ride along.
-                let mut rest = p.clone();
-                for k in ["type", "call_id", "name", "arguments", "input", "action", "id"] {
-                    rest.remove(k);
-                }
-                self.model_part(id, ts, |msg, _, opaque, pos| {
-                    msg.tool_calls.push(call);
-                    if !rest.is_empty() {
-                        rest.insert("type".into(), json!(format!("{t}.fields")));
-                        opaque.push(pos, Value::Object(rest));
-                    }
-                });
+                self.model_item(id, ts, item, path);
                 self.report.count(&kind, Disposition::History);
             }
-            "function_call_output" | "custom_tool_call_output" => {
-                let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or_default();
-                let mut m = Message::tool(call_id, "");
-                let mut opaque = Opaque::default();
-                match p.get("output") {
-                    Some(Value::String(s)) => m.content = s.clone(),
-                    Some(Value::Array(items)) => {
-                        let mut texts = Vec::new();
-                        for (n, it) in items.iter().enumerate() {
-                            let pt = it.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
-                            if matches!(pt, "input_text" | "output_text" | "text") {
-                                texts.push(
-                                    it.get("text").and_then(Value::as_str).unwrap_or_default().to_string(),
-                                );
-                                self.report.count(&format!("block:output.{pt}"), Disposition::History);
-                            } else {
-                                opaque.push(n, it.clone());
-                                self.report.count(&format!("block:output.{pt}"), Disposition::Opaque);
-                            }
-                        }
-                        m.content = texts.join("\n");
+            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
+                let (item, failed) = as_sent(p);
+                let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or_default().to_string();
+                for mut m in self.convert(std::slice::from_ref(&item), std::slice::from_ref(&path)) {
+                    if m.tool_call_id.as_deref() == Some(call_id.as_str()) {
+                        m.is_error |= failed;
                     }
-                    Some(Value::Object(o)) => {
-                        m.content = o.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
-                        m.is_error = o.get("success").and_then(Value::as_bool) == Some(false);
-                    }
-                    _ => {}
+                    self.input(m, id, ts.clone());
                 }
-                m.wire = opaque.into_wire();
                 self.report.count(&kind, Disposition::History);
-                self.input(m, id, ts);
             }
             "ghost_snapshot" => {
                 self.report.count(
@@ -435,30 +394,27 @@ impl Reader {
             _ => {
                 // reasoning (encrypted_content), web_search_call, compaction, image generation,
                 // tool search and any item this build does not model: verbatim, in order.
-                let item = Value::Object(p.clone());
-                self.model_part(id, ts, |_, _, opaque, pos| opaque.push(pos, item));
+                self.model_item(id, ts, item, path);
                 self.report.count(&kind, Disposition::Opaque);
             }
         }
     }
 
-    fn compacted(&mut self, p: &Map<String, Value>, id: String, ts: Option<String>) {
+    fn compacted(&mut self, p: &Map<String, Value>, id: String, ts: Option<String>, path: &str) {
         self.flush();
         let summary = p.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
         let (history, exact) = match p.get("replacement_history").and_then(Value::as_array) {
             Some(items) => {
-                let mut sub = Reader {
-                    report: Report::default(),
-                    steps: Vec::new(),
-                    history: History::new(),
-                    acc: Acc::None,
-                };
-                for it in items {
+                let mut sub = Reader::new(self.cx);
+                for (n, it) in items.iter().enumerate() {
                     if let Value::Object(o) = it {
-                        sub.item(o, &id, ts.clone(), false);
+                        sub.item(o, &id, ts.clone(), false, format!("{path}.replacement_history[{n}]"));
                     }
                 }
                 sub.flush();
+                if let Some(e) = sub.error.take() {
+                    self.error.get_or_insert(e);
+                }
                 for (k, t) in sub.report.kinds {
                     let k = k.replacen("record:", "record:replacement_history/", 1);
                     for _ in 0..t.history {
@@ -512,9 +468,9 @@ impl Reader {
         } else if n >= starts.len() {
             starts.first().copied().unwrap_or(self.history.len())
         } else {
-            starts[starts.len() - n]
+            starts.get(starts.len().saturating_sub(n)).copied().unwrap_or(self.history.len())
         };
-        let history: History = self.history[..cut].to_vec();
+        let history: History = self.history.get(..cut).unwrap_or(&self.history).to_vec();
         self.report.count("record:event_msg/thread_rolled_back", Disposition::History);
         self.push(Step { id, ts, change: Change::Rollback { turns, history } });
     }

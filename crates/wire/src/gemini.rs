@@ -209,7 +209,7 @@ fn call(
     let (id, noid) = match fc.get("id").and_then(Value::as_str) {
         Some(id) => (id.to_string(), false),
         None => {
-            ids.n += 1;
+            ids.n = ids.n.saturating_add(1);
             (format!("gemini_call_{}", ids.n), true)
         }
     };
@@ -245,7 +245,7 @@ fn response(po: &Map<String, Value>, key: &str, fr: &Map<String, Value>, ids: &m
         None => match ids.open.iter().position(|(n, _)| n == name) {
             Some(i) => ids.open.remove(i).1,
             None => {
-                ids.n += 1;
+                ids.n = ids.n.saturating_add(1);
                 format!("gemini_result_{}", ids.n)
             }
         },

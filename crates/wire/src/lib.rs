@@ -20,6 +20,9 @@
 //! numbers in serde_json's form (`1e3` → `1000.0`); the order of the top-level keys (the
 //! message fields come last); of a duplicated key, the last value.
 
+#![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
+
 pub mod anthropic;
 pub mod bedrock;
 pub mod chatcli;
@@ -201,6 +204,55 @@ pub fn request_bytes(request: &Request, history: &[Message]) -> u64 {
     salvage_types::weight::compact_json_len(&request_body(request, history))
 }
 
+/// Where a format's body asks for its output-token limit: a path of object keys from the top
+/// level. OpenAI chat names it `max_completion_tokens` (or the older `max_tokens`); see
+/// [`output_limit`].
+fn output_limit_paths(format: RequestFormat) -> &'static [&'static [&'static str]] {
+    match format {
+        RequestFormat::Anthropic | RequestFormat::ClaudeCode | RequestFormat::Cline => &[&["max_tokens"]],
+        RequestFormat::Openai => &[&["max_completion_tokens"], &["max_tokens"]],
+        RequestFormat::OpenaiResponses | RequestFormat::Codex => &[&["max_output_tokens"]],
+        RequestFormat::Gemini => &[&["generationConfig", "maxOutputTokens"]],
+        RequestFormat::Bedrock => &[&["inferenceConfig", "maxTokens"]],
+        RequestFormat::Chatcli => &[],
+    }
+}
+
+fn field_at<'v>(fields: &'v serde_json::Map<String, Value>, path: &[&str]) -> Option<&'v Value> {
+    let (first, rest) = path.split_first()?;
+    rest.iter().try_fold(fields.get(*first)?, |v, k| v.get(k))
+}
+
+/// The output-token limit a request asks for, when its body names one: Anthropic (and the
+/// sessions sent as Anthropic bodies) `max_tokens`, OpenAI chat `max_completion_tokens` or
+/// `max_tokens`, Responses `max_output_tokens`, Gemini `generationConfig.maxOutputTokens`,
+/// Bedrock `inferenceConfig.maxTokens`.
+pub fn output_limit(request: &Request) -> Option<u64> {
+    output_limit_paths(request.format).iter().find_map(|p| field_at(&request.fields, p)?.as_u64())
+}
+
+/// Sets the output-token limit of a request, every other field kept: in the field the body
+/// already uses, else in the format's own (a nested object is created when missing). A format
+/// without such a field (ChatCLI session files) is left as it is.
+pub fn set_output_limit(request: &mut Request, limit: u64) {
+    let paths = output_limit_paths(request.format);
+    let Some(path) = paths.iter().find(|p| field_at(&request.fields, p).is_some()).or(paths.first()) else {
+        return;
+    };
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut obj = &mut request.fields;
+    for k in parents {
+        let slot = obj.entry(k.to_string()).or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !slot.is_object() {
+            // A parameter object of another type: the body is not the format's; left alone.
+            return;
+        }
+        let Value::Object(next) = slot else { return };
+        obj = next;
+    }
+    obj.insert(last.to_string(), Value::from(limit));
+}
+
 /// A request of `format` with only a model (for exporting a history that was not imported from a
 /// body): the fields a valid body of that format needs besides the messages.
 pub fn bare_request(format: RequestFormat, model: Option<&str>) -> Request {
@@ -310,7 +362,8 @@ pub(crate) fn within_value_budget(text: &str) -> bool {
     if values > left || depth > salvage_types::input::MAX_DEPTH {
         return false;
     }
-    VALUE_BUDGET.with(|b| b.set(left - values));
+    // `values <= left` here (checked above).
+    VALUE_BUDGET.with(|b| b.set(left.saturating_sub(values)));
     true
 }
 
@@ -324,4 +377,55 @@ pub(crate) fn split_data_url(url: &str) -> Option<(String, String)> {
     let rest = url.strip_prefix("data:")?;
     let (media, data) = rest.split_once(";base64,")?;
     Some((media.to_string(), data.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(format: RequestFormat, fields: Value) -> Request {
+        Request { format, bytes: None, fields: fields.as_object().cloned().unwrap_or_default() }
+    }
+
+    #[test]
+    fn output_limit_reads_each_formats_own_field() {
+        let cases = [
+            (RequestFormat::Anthropic, json!({"max_tokens": 32000})),
+            (RequestFormat::ClaudeCode, json!({"max_tokens": 32000})),
+            (RequestFormat::Openai, json!({"max_tokens": 32000})),
+            (RequestFormat::Openai, json!({"max_completion_tokens": 32000, "max_tokens": 5})),
+            (RequestFormat::OpenaiResponses, json!({"max_output_tokens": 32000})),
+            (RequestFormat::Codex, json!({"max_output_tokens": 32000})),
+            (RequestFormat::Gemini, json!({"generationConfig": {"maxOutputTokens": 32000}})),
+            (RequestFormat::Bedrock, json!({"inferenceConfig": {"maxTokens": 32000}})),
+        ];
+        for (f, fields) in cases {
+            assert_eq!(output_limit(&req(f, fields.clone())), Some(32000), "{f:?} {fields}");
+        }
+        assert_eq!(output_limit(&req(RequestFormat::Gemini, json!({"maxOutputTokens": 9}))), None);
+        assert_eq!(output_limit(&req(RequestFormat::Anthropic, json!({"max_output_tokens": 9}))), None);
+    }
+
+    #[test]
+    fn set_output_limit_keeps_the_other_fields_and_the_bodys_own_key() {
+        let mut r = req(RequestFormat::Openai, json!({"model": "m", "max_tokens": 100, "temperature": 0.2}));
+        set_output_limit(&mut r, 400);
+        assert_eq!(Value::Object(r.fields), json!({"model": "m", "max_tokens": 400, "temperature": 0.2}));
+        let mut r = req(RequestFormat::Openai, json!({"model": "m"}));
+        set_output_limit(&mut r, 400);
+        assert_eq!(Value::Object(r.fields), json!({"model": "m", "max_completion_tokens": 400}));
+        let mut r = req(RequestFormat::Gemini, json!({"generationConfig": {"temperature": 1}}));
+        set_output_limit(&mut r, 400);
+        assert_eq!(
+            Value::Object(r.fields),
+            json!({"generationConfig": {"temperature": 1, "maxOutputTokens": 400}})
+        );
+        let mut r = req(RequestFormat::Bedrock, json!({}));
+        set_output_limit(&mut r, 400);
+        assert_eq!(Value::Object(r.fields), json!({"inferenceConfig": {"maxTokens": 400}}));
+        let mut r = req(RequestFormat::Chatcli, json!({"version": 2}));
+        set_output_limit(&mut r, 400);
+        assert_eq!(Value::Object(r.fields), json!({"version": 2}));
+    }
 }

@@ -149,7 +149,7 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str, legacy: &mut Legacy) -> Result<Dr
             ("function_call", Value::Object(fc)) if role == Role::Assistant => {
                 match (fc.get("name").and_then(Value::as_str), fc.get("arguments")) {
                     (Some(name), Some(Value::String(raw))) => {
-                        legacy.n += 1;
+                        legacy.n = legacy.n.saturating_add(1);
                         let id = format!("function_call_{}", legacy.n);
                         legacy.pending.push((name.to_string(), id.clone()));
                         let (arguments, fmt) = shape::arguments_from_string(raw);

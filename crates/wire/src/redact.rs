@@ -190,17 +190,29 @@ static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(|| {
     })
 });
 
+/// `text[range]`, or `""` off a char boundary. Every offset used here comes from a regex match or
+/// from stepping over ASCII bytes, so it is always on one; no cut can panic.
+fn part<R: std::slice::SliceIndex<str, Output = str>>(text: &str, range: R) -> &str {
+    text.get(range).unwrap_or_default()
+}
+
+/// Adds `n` to a count (counts of replacements: far below u64::MAX).
+fn add(counts: &mut Counts, kind: String, n: u64) {
+    let e = counts.entry(kind).or_insert(0);
+    *e = e.saturating_add(n);
+}
+
 fn placeholder(kind: &str, secret: &str) -> String {
     let h = blake3::hash(secret.as_bytes()).to_hex();
-    format!("[REDACTED:{kind}:{}]", &h[..8])
+    format!("[REDACTED:{kind}:{}]", part(h.as_str(), ..8))
 }
 
 fn bump(counts: &mut Counts, kind: &str) {
-    *counts.entry(kind.to_string()).or_insert(0) += 1;
+    add(counts, kind.to_string(), 1);
 }
 
 fn alnum_at(text: &str, i: usize, before: bool) -> bool {
-    let c = if before { text[..i].chars().next_back() } else { text[i..].chars().next() };
+    let c = if before { part(text, ..i).chars().next_back() } else { part(text, i..).chars().next() };
     c.is_some_and(|c| c.is_ascii_alphanumeric())
 }
 
@@ -254,23 +266,23 @@ fn redact_pem(c: &Compiled, text: &str, counts: &mut Counts) -> String {
     while let Some(m) = c.pem_header.find_at(text, from) {
         let start = m.start();
         let body_start = m.end();
-        let end = match text[body_start..].find("-----END ") {
+        // Offsets within `text` (at most its length plus a few ASCII bytes): no overflow.
+        let end = match part(text, body_start..).find("-----END ") {
             Some(j) => {
-                let tail = body_start + j + 9;
-                match text[tail..].find("-----") {
-                    Some(k) if k <= 40 => tail + k + 5,
+                let tail = body_start.saturating_add(j).saturating_add(9);
+                match part(text, tail..).find("-----") {
+                    Some(k) if k <= 40 => tail.saturating_add(k).saturating_add(5),
                     _ => tail,
                 }
             }
             None => {
                 let mut e = body_start;
                 let b = text.as_bytes();
-                while e < b.len() {
-                    let ch = b[e];
+                while let Some(&ch) = b.get(e) {
                     if ch.is_ascii_alphanumeric() || b"+/=\r\n\t :,-".contains(&ch) {
-                        e += 1;
-                    } else if ch == b'\\' && matches!(b.get(e + 1), Some(b'n' | b'r' | b't')) {
-                        e += 2;
+                        e = e.saturating_add(1);
+                    } else if ch == b'\\' && matches!(b.get(e.saturating_add(1)), Some(b'n' | b'r' | b't')) {
+                        e = e.saturating_add(2);
                     } else {
                         break;
                     }
@@ -278,16 +290,16 @@ fn redact_pem(c: &Compiled, text: &str, counts: &mut Counts) -> String {
                 e
             }
         };
-        out.push_str(&text[last..start]);
-        out.push_str(&placeholder("private_key", &text[start..end]));
+        out.push_str(part(text, last..start));
+        out.push_str(&placeholder("private_key", part(text, start..end)));
         bump(counts, "private_key");
         last = end;
-        from = end.max(start + 1);
+        from = end.max(start.saturating_add(1));
         if from >= text.len() {
             break;
         }
     }
-    out.push_str(&text[last..]);
+    out.push_str(part(text, last..));
     out
 }
 
@@ -300,7 +312,9 @@ fn apply(rule: &Rule, re: &Regex, text: &str, counts: &mut Counts) -> Option<Str
     while at <= text.len() {
         let Some(caps) = re.captures_at(text, at) else { break };
         let Some(whole) = caps.get(0) else { break };
-        let next = |i: usize| text[i..].chars().next().map_or(i + 1, |c| i + c.len_utf8());
+        let next = |i: usize| {
+            part(text, i..).chars().next().map_or(i.saturating_add(1), |c| i.saturating_add(c.len_utf8()))
+        };
         let left_ok = rule.left == Edge::Any || !alnum_at(text, whole.start(), true);
         let right_ok = rule.right == Edge::Any || !alnum_at(text, whole.end(), false);
         let secret = caps.get(rule.group);
@@ -316,8 +330,8 @@ fn apply(rule: &Rule, re: &Regex, text: &str, counts: &mut Counts) -> Option<Str
         match (ok, secret) {
             (true, Some(s)) => {
                 let v = s.as_str().trim_end_matches([',', '.', ')', ']', '}']);
-                let end = s.start() + v.len();
-                out.push_str(&text[last..s.start()]);
+                let end = s.start().saturating_add(v.len());
+                out.push_str(part(text, last..s.start()));
                 out.push_str(&placeholder(rule.kind, v));
                 bump(counts, rule.kind);
                 last = end;
@@ -328,7 +342,7 @@ fn apply(rule: &Rule, re: &Regex, text: &str, counts: &mut Counts) -> Option<Str
         }
     }
     changed.then(|| {
-        out.push_str(&text[last..]);
+        out.push_str(part(text, last..));
         out
     })
 }
@@ -342,11 +356,11 @@ pub fn redact_text(text: &str, counts: &mut Counts) -> String {
         let mut out = String::with_capacity(text.len());
         let mut last = 0;
         for m in c.data_url.find_iter(text) {
-            out.push_str(&redact_plain(c, &text[last..m.start()], counts));
+            out.push_str(&redact_plain(c, part(text, last..m.start()), counts));
             out.push_str(m.as_str());
             last = m.end();
         }
-        out.push_str(&redact_plain(c, &text[last..], counts));
+        out.push_str(&redact_plain(c, part(text, last..), counts));
         return out;
     }
     redact_plain(c, text, counts)
@@ -359,7 +373,7 @@ fn redact_plain(c: &Compiled, text: &str, counts: &mut Counts) -> String {
     let mut cur = redact_pem(c, text, counts);
     let hits: Vec<usize> = c.set.matches(&cur).into_iter().collect();
     for i in hits {
-        let (rule, re) = &c.rules[i];
+        let Some((rule, re)) = c.rules.get(i) else { continue };
         if let Some(next) = apply(rule, re, &cur, counts) {
             cur = next;
         }
@@ -455,7 +469,7 @@ pub fn redact_capture(c: &mut salvage_types::Capture) -> Counts {
             back.history = std::mem::take(&mut c.history);
             *c = back;
             for (k, n) in sub {
-                *counts.entry(k).or_insert(0) += n;
+                add(&mut counts, k, n);
             }
         }
     }
@@ -479,7 +493,7 @@ pub fn redact_json_line(line: &str, counts: &mut Counts) -> String {
                 return line.to_string();
             }
             for (k, n) in sub {
-                *counts.entry(k).or_insert(0) += n;
+                add(counts, k, n);
             }
             serde_json::to_string(&v).unwrap_or_else(|_| redact_text(line, counts))
         }

@@ -78,7 +78,7 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
             history.push(finish(d, F, default_template));
         }
         Value::Array(items) => {
-            for d in items_to_drafts(cx, items)? {
+            for d in items_to_drafts(cx, items, &|i| format!("input[{i}]"))? {
                 history.push(finish(d, F, default_template));
             }
         }
@@ -102,7 +102,12 @@ fn push_item(d: &mut Draft, item: Value) {
     }
 }
 
-fn items_to_drafts(cx: &Cx<'_>, items: &[Value]) -> Result<Vec<Draft>, CaptureError> {
+/// Reads input items into drafts; `path_of(i)` names item `i` in errors.
+pub(crate) fn items_to_drafts(
+    cx: &Cx<'_>,
+    items: &[Value],
+    path_of: &dyn Fn(usize) -> String,
+) -> Result<Vec<Draft>, CaptureError> {
     let mut drafts: Vec<Draft> = Vec::new();
     // Whether the last draft is an assistant turn still taking model-side items.
     let mut open = false;
@@ -113,7 +118,7 @@ fn items_to_drafts(cx: &Cx<'_>, items: &[Value]) -> Result<Vec<Draft>, CaptureEr
         join: false,
     };
     for (i, it) in items.iter().enumerate() {
-        let path = format!("input[{i}]");
+        let path = path_of(i);
         let o = cx.obj(it, &path)?;
         let ty = cx.opt_str(o, "type", &path)?;
         let role = cx.opt_str(o, "role", &path)?;
@@ -149,6 +154,23 @@ fn items_to_drafts(cx: &Cx<'_>, items: &[Value]) -> Result<Vec<Draft>, CaptureEr
                     push_item(d, tpl);
                 }
             }
+            (Some("local_shell_call"), _) if o.get("call_id").is_some_and(Value::is_string) => {
+                // A call whose output comes back as an input item: modeled (so that its output
+                // pairs), sent as it was.
+                if !open {
+                    drafts.push(new(Role::Assistant, &mut prefix));
+                    open = true;
+                }
+                if let Some(d) = drafts.last_mut() {
+                    d.msg.tool_calls.push(ToolCall {
+                        id: o.get("call_id").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        kind: "local_shell".into(),
+                        name: "local_shell".into(),
+                        arguments: o.get("action").cloned().unwrap_or(Value::Null),
+                    });
+                    push_item(d, shape::call_as_sent(it));
+                }
+            }
             (Some(t), _) if MODEL_SIDE.contains(&t) => {
                 if !open {
                     drafts.push(new(Role::Assistant, &mut prefix));
@@ -158,7 +180,7 @@ fn items_to_drafts(cx: &Cx<'_>, items: &[Value]) -> Result<Vec<Draft>, CaptureEr
                     push_item(d, lit(it.clone()));
                 }
             }
-            (Some("function_call_output" | "custom_tool_call_output"), _)
+            (Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output"), _)
                 if o.get("call_id").is_some_and(Value::is_string) =>
             {
                 open = false;

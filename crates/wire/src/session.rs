@@ -4,20 +4,15 @@
 //!
 //! # Opaque blocks (`Message.wire`)
 //!
-//! Provider blocks the message model has no field for (Anthropic `thinking` with its signature,
-//! `redacted_thinking`, documents, server tool blocks; OpenAI Responses `reasoning` with its
-//! `encrypted_content`, web search calls, …) are carried verbatim in the message's `wire` as
-//!
-//! ```json
-//! {"blocks": [ {…verbatim block…}, … ], "at": [0, …]}
-//! ```
-//!
-//! `blocks` holds only what the model does not (text, tool calls, tool results and images are
-//! never repeated there, so nothing is weighed twice) and `at[k]` is the position `blocks[k]` had
-//! among the source message's blocks (for a response merged from several records or items: among
-//! all of them, in order; for a tool message: in its `tool_result` content), so the source layout
-//! can be rebuilt. A Codex `developer` message, which has no role of its own here, is a system
-//! message with `{"role": "developer"}` in its `wire`.
+//! A session file holds the messages its client sends to a provider API, so each importer reads
+//! them with that API's body reader and keeps what the message model has no field for the same
+//! way a body import does: in the message's `wire` template ([`crate::shape`]), in place. Claude
+//! Code and Cline messages are Anthropic Messages (`thinking` with its signature,
+//! `redacted_thinking`, documents, server tool blocks, `cache_control`…); Codex response items are
+//! OpenAI Responses input items (`reasoning` with its `encrypted_content`, web search calls,
+//! `compaction`…, and a `developer` message's role). One convention, one reader: the body
+//! rebuilt for the session's API ([`crate::request_body`]) sends every such block back verbatim
+//! and in order, and its size counts them. The modeled text is never stored twice.
 //!
 //! # What a session file is not
 //!
@@ -30,7 +25,7 @@ use salvage_types::capture::{Request, RequestFormat};
 use salvage_types::timeline::{self, Step};
 use salvage_types::History;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// A session file as read.
@@ -142,7 +137,9 @@ pub struct Tally {
 impl Tally {
     /// Everything accounted for: `seen` equals the sum of the dispositions.
     pub fn balanced(&self) -> bool {
-        self.seen == self.history + self.opaque + self.apart + self.skipped.values().sum::<u64>()
+        let mut parts =
+            [self.history, self.opaque, self.apart].into_iter().chain(self.skipped.values().copied());
+        parts.try_fold(0u64, u64::checked_add) == Some(self.seen)
     }
 }
 
@@ -160,13 +157,15 @@ impl Report {
     /// Counts one item of `kind`.
     pub fn count(&mut self, kind: &str, d: Disposition) {
         let t = self.kinds.entry(kind.to_string()).or_default();
-        t.seen += 1;
-        match d {
-            Disposition::History => t.history += 1,
-            Disposition::Opaque => t.opaque += 1,
-            Disposition::Apart => t.apart += 1,
-            Disposition::Skipped(reason) => *t.skipped.entry(reason).or_insert(0) += 1,
-        }
+        // Counts of a file's records and blocks: far below u64::MAX; saturating all the same.
+        t.seen = t.seen.saturating_add(1);
+        let n = match d {
+            Disposition::History => &mut t.history,
+            Disposition::Opaque => &mut t.opaque,
+            Disposition::Apart => &mut t.apart,
+            Disposition::Skipped(reason) => t.skipped.entry(reason).or_insert(0),
+        };
+        *n = n.saturating_add(1);
     }
 
     /// Adds a note (once).
@@ -187,12 +186,13 @@ impl Report {
         let mut out = Tally::default();
         for (k, t) in &self.kinds {
             if k.starts_with(prefix) {
-                out.seen += t.seen;
-                out.history += t.history;
-                out.opaque += t.opaque;
-                out.apart += t.apart;
+                out.seen = out.seen.saturating_add(t.seen);
+                out.history = out.history.saturating_add(t.history);
+                out.opaque = out.opaque.saturating_add(t.opaque);
+                out.apart = out.apart.saturating_add(t.apart);
                 for (r, n) in &t.skipped {
-                    *out.skipped.entry(r.clone()).or_insert(0) += n;
+                    let e = out.skipped.entry(r.clone()).or_insert(0);
+                    *e = e.saturating_add(*n);
                 }
             }
         }
@@ -225,40 +225,18 @@ impl Report {
     }
 }
 
-/// Opaque blocks of one message being built, with their positions.
-#[derive(Debug, Default)]
-pub(crate) struct Opaque {
-    blocks: Vec<Value>,
-    at: Vec<usize>,
-}
-
-impl Opaque {
-    /// Keeps `block`, which sat at position `at` among the source blocks.
-    pub fn push(&mut self, at: usize, block: Value) {
-        self.blocks.push(block);
-        self.at.push(at);
-    }
-
-    /// The `wire` value (`None` when nothing is opaque).
-    pub fn into_wire(self) -> Option<Value> {
-        if self.blocks.is_empty() {
-            return None;
-        }
-        Some(json!({"blocks": self.blocks, "at": self.at}))
-    }
-}
-
 /// A stable step id for a record without a uuid: its 1-based line and a digest of the line.
 pub(crate) fn line_id(line: usize, text: &str) -> String {
     let h = blake3::hash(text.as_bytes()).to_hex();
-    format!("L{line}-{}", &h.as_str()[..12])
+    // A hex digest is ASCII: any cut is a char boundary.
+    format!("L{line}-{}", h.as_str().get(..12).unwrap_or(h.as_str()))
 }
 
 /// Splits JSONL into `(line number, text)` of non-blank lines.
 pub(crate) fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.split('\n')
         .enumerate()
-        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
+        .map(|(i, l)| (i.saturating_add(1), l.trim_end_matches('\r')))
         .filter(|(_, l)| !l.trim().is_empty())
 }
 

@@ -65,6 +65,11 @@ fn has_mark(v: &Value) -> bool {
     }
 }
 
+/// True for a template node that is a slot (a modeled part), false for a verbatim copy.
+pub(crate) fn is_slot(t: &Value) -> bool {
+    t.get(MARK).and_then(Value::as_str).is_some_and(|k| k != "raw")
+}
+
 /// A text-bearing marker during import: `$t` holds the text until [`finish`] moves it into the
 /// message content.
 pub(crate) fn text_marker(kind: &str, rest: Map<String, Value>, text: &str) -> Value {
@@ -225,7 +230,9 @@ fn split<'a>(content: &'a str, lens: &[Option<u64>]) -> (Vec<Option<&'a str>>, b
                 return (parts.into_iter().map(Some).collect(), false);
             }
             let mut v = vec![None; k];
-            v[0] = Some(content);
+            if let Some(first) = v.first_mut() {
+                *first = Some(content);
+            }
             (v, true)
         }
     }
@@ -239,11 +246,12 @@ fn split_exact<'a>(content: &'a str, lens: &[Option<u64>]) -> Option<Vec<&'a str
         let end = pos.checked_add(n)?;
         out.push(content.get(pos..end)?);
         pos = end;
-        if i + 1 < lens.len() {
-            if content.get(pos..pos + 1)? != "\n" {
+        if i.saturating_add(1) < lens.len() {
+            let next = pos.checked_add(1)?;
+            if content.get(pos..next)? != "\n" {
                 return None;
             }
-            pos += 1;
+            pos = next;
         }
     }
     (pos == content.len()).then_some(out)
@@ -325,7 +333,7 @@ impl<'a> Fill<'a> {
 
     fn next_seg(&mut self) -> Option<&'a str> {
         let s = self.segs.get(self.seg_i).copied().flatten();
-        self.seg_i += 1;
+        self.seg_i = self.seg_i.saturating_add(1);
         s
     }
 
@@ -407,7 +415,7 @@ impl<'a> Fill<'a> {
             "err" => self.msg.is_error.then(|| o.get("$v").cloned().unwrap_or(Value::Bool(true))),
             "call" => {
                 let call = self.msg.tool_calls.get(self.call_i)?;
-                self.call_i += 1;
+                self.call_i = self.call_i.saturating_add(1);
                 if let Some(as_sent) = o.get("$as") {
                     // A call whose shape the builder does not reproduce, kept as sent.
                     return self.fill(as_sent);
@@ -424,13 +432,13 @@ impl<'a> Fill<'a> {
             }
             "image" => {
                 let image = self.msg.images.get(self.image_i)?;
-                self.image_i += 1;
+                self.image_i = self.image_i.saturating_add(1);
                 let rest = self.rest(o);
                 Some(self.shape.image(rest, image))
             }
             "part" => {
                 let part = self.msg.system_parts.get(self.part_i)?;
-                self.part_i += 1;
+                self.part_i = self.part_i.saturating_add(1);
                 let mut b = self.rest(o);
                 b.insert("type".into(), Value::String(part.kind.clone()));
                 b.insert("text".into(), Value::String(part.text.clone()));

@@ -258,6 +258,16 @@ impl Turn {
         }
     }
 
+    /// Starts the output limit at the request's own when it asks for more than the model default
+    /// (an imported body's `max_tokens`): the output-limit escalation doubles from there and
+    /// never lowers it (behaviour spec section 8). `None` or a smaller value changes nothing.
+    pub fn with_output_limit(mut self, limit: Option<u64>) -> Turn {
+        if let Some(n) = limit {
+            self.max_tokens = self.max_tokens.max(n);
+        }
+        self
+    }
+
     /// The live history (after every rewrite the engine asked to record).
     pub fn history(&self) -> &[Message] {
         &self.history
