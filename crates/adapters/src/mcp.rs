@@ -127,7 +127,9 @@ impl Session {
         cancel: &Cancel,
     ) -> Result<Value, SummarizeError> {
         let id = self.next_id;
-        self.next_id += 1;
+        // Two requests per session: the id space does not run out; were it to, ids would repeat
+        // rather than wrap to 0.
+        self.next_id = self.next_id.saturating_add(1);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .map_err(SummarizeError::Failed)?;
         loop {
@@ -158,6 +160,14 @@ impl Session {
     }
 }
 
+/// The instant `timeout` from now. A timeout too long for the clock to represent (a configured
+/// `Duration::MAX`) means "no practical limit": it waits a year rather than overflowing.
+fn deadline_after(timeout: Duration) -> Instant {
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+    let now = Instant::now();
+    now.checked_add(timeout).or_else(|| now.checked_add(YEAR)).unwrap_or(now)
+}
+
 /// Calls `context_compact` on a server once: start, initialize, call, stop.
 pub fn call_context_compact(
     cfg: &ServerConfig,
@@ -165,7 +175,7 @@ pub fn call_context_compact(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<String, SummarizeError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     let mut s = Session::start(cfg).map_err(SummarizeError::Failed)?;
     let init = s.request(
         "initialize",
@@ -193,7 +203,7 @@ pub fn call_context_compact(
         other => other?,
     };
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        let text = result["content"][0]["text"].as_str().unwrap_or("tool error");
+        let text = result.pointer("/content/0/text").and_then(Value::as_str).unwrap_or("tool error");
         return Err(SummarizeError::Failed(format!("{TOOL}: {text}")));
     }
     let text: String = result

@@ -125,6 +125,9 @@ fn mcp_client_talks_to_a_real_server() {
     let text =
         call_context_compact(&server(""), &request(), Duration::from_secs(60), &Cancel::new()).unwrap();
     assert!(text.contains("crates/store/src/lib.rs") && text.contains("database is locked"), "{text}");
+    // A timeout past what the clock can represent is no limit, not an overflow.
+    let text = call_context_compact(&server(""), &request(), Duration::MAX, &Cancel::new()).unwrap();
+    assert!(text.contains("database is locked"), "{text}");
     // In the pipeline, on the 200-message session.
     let mut s = McpSummarizer::new("ctx", Ok(server("")));
     let (h, mem, o) = compact_with(&mut s, 150_000);

@@ -208,6 +208,13 @@ fn key_from_blob(b: Vec<u8>) -> Result<CcrKey, CcrError> {
     Ok(CcrKey(arr))
 }
 
+/// The value of the `short` column a prefix is looked up by: its first 16 hex characters.
+/// [`KeyPrefix::parse`] guarantees at least 16 ASCII hex characters; were it ever shorter, the
+/// whole prefix matches no 16-character `short` and the lookup finds nothing.
+fn short_of(p: &KeyPrefix) -> &str {
+    p.as_str().get(..MARKER_HEX_LEN).unwrap_or(p.as_str())
+}
+
 /// id, key, codec, raw_len, data, last_access, redacted_at.
 type BlobRow = (i64, CcrKey, i64, i64, Option<Vec<u8>>, i64, Option<i64>);
 
@@ -261,7 +268,7 @@ impl<'c> Ccr<'c> {
             (CODEC_RAW, None)
         } else {
             let z = compress(bytes)?;
-            if z.len() < bytes.len() - bytes.len() / 32 {
+            if z.len() < bytes.len().saturating_sub(bytes.len() / 32) {
                 (CODEC_ZSTD, Some(z))
             } else {
                 (CODEC_RAW, None)
@@ -326,13 +333,13 @@ impl<'c> Ccr<'c> {
     fn resolve_row(&self, prefix: &str) -> Result<(i64, CcrKey), CcrError> {
         let p = KeyPrefix::parse(prefix)?;
         let matches: Vec<(i64, CcrKey)> =
-            self.by_short(&p.as_str()[..MARKER_HEX_LEN])?.into_iter().filter(|(_, k)| p.matches(k)).collect();
-        match matches.len() {
-            0 => Err(CcrError::NotFound { prefix: p.to_string() }),
-            1 => Ok(matches[0]),
-            _ => Err(CcrError::Ambiguous {
+            self.by_short(short_of(&p))?.into_iter().filter(|(_, k)| p.matches(k)).collect();
+        match matches.as_slice() {
+            [] => Err(CcrError::NotFound { prefix: p.to_string() }),
+            [one] => Ok(*one),
+            many => Err(CcrError::Ambiguous {
                 prefix: p.to_string(),
-                candidates: matches.iter().map(|(_, k)| k.hex()).collect(),
+                candidates: many.iter().map(|(_, k)| k.hex()).collect(),
             }),
         }
     }
@@ -347,7 +354,7 @@ impl<'c> Ccr<'c> {
                 "SELECT id, key, codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE short = ?1",
             )
             .map_err(sql("get"))?;
-        let mut rows = st.query([&p.as_str()[..MARKER_HEX_LEN]]).map_err(sql("get"))?;
+        let mut rows = st.query([short_of(&p)]).map_err(sql("get"))?;
         let mut hit: Option<BlobRow> = None;
         let mut candidates: Vec<String> = Vec::new();
         while let Some(r) = rows.next().map_err(sql("get"))? {
@@ -409,7 +416,9 @@ impl<'c> Ccr<'c> {
             _ => decode(&key, codec, raw_len, &data, self.max_blob_bytes)?,
         };
         let now = self.clock.now_ms();
-        if now - last_access > ACCESS_GRANULARITY_MS {
+        // `last_access` is a row value (any integer a damaged or hand-edited file holds): an
+        // access time far in the past saturates to "long ago" and is refreshed.
+        if now.saturating_sub(last_access) > ACCESS_GRANULARITY_MS {
             // Best effort: a busy database must not fail a read.
             let _ =
                 self.conn.execute("UPDATE ccr_blobs SET last_access = ?1 WHERE id = ?2", params![now, id]);
@@ -514,10 +523,10 @@ impl<'c> Ccr<'c> {
                 }
             };
             if r.get::<_, Option<i64>>(4).map_err(sql("verify"))?.is_some() {
-                report.redacted += 1;
+                report.redacted = report.redacted.saturating_add(1);
                 continue;
             }
-            report.checked += 1;
+            report.checked = report.checked.saturating_add(1);
             let codec: i64 = r.get(1).map_err(sql("verify"))?;
             let raw_len: i64 = r.get(2).map_err(sql("verify"))?;
             let data: Option<Vec<u8>> = r.get(3).map_err(sql("verify"))?;
@@ -568,7 +577,7 @@ impl<'c> Ccr<'c> {
                 for row in rows {
                     let (id, len, access, created, referenced) = row.map_err(sql("gc"))?;
                     if referenced {
-                        report.kept_referenced += 1;
+                        report.kept_referenced = report.kept_referenced.saturating_add(1);
                     } else if now.saturating_sub(created.max(access)) >= grace_ms {
                         candidates.push((id, len, access));
                     }
@@ -586,9 +595,11 @@ impl<'c> Ccr<'c> {
                 let over = max_bytes.is_some_and(|m| total > m);
                 if too_old || over {
                     evict.push(id);
-                    total -= len;
-                    report.evicted += 1;
-                    report.freed_bytes += u64::try_from(len).unwrap_or(0);
+                    // The schema keeps `stored_len >= 0`; a row that breaks it frees nothing.
+                    let len = len.max(0);
+                    total = total.saturating_sub(len);
+                    report.evicted = report.evicted.saturating_add(1);
+                    report.freed_bytes = report.freed_bytes.saturating_add(u64::try_from(len).unwrap_or(0));
                 }
             }
             if !policy.dry_run {
@@ -600,8 +611,11 @@ impl<'c> Ccr<'c> {
             }
             let all: i64 =
                 self.conn.query_row("SELECT count(*) FROM ccr_blobs", [], |r| r.get(0)).map_err(sql("gc"))?;
-            report.remaining =
-                u64::try_from(all).unwrap_or(0) - if policy.dry_run { report.evicted } else { 0 };
+            report.remaining = u64::try_from(all).unwrap_or(0).saturating_sub(if policy.dry_run {
+                report.evicted
+            } else {
+                0
+            });
             Ok(report)
         })
     }

@@ -8,6 +8,12 @@
 //! so the journal can put a blob, append the event that references it and record the reference in
 //! one transaction.
 
+// Libraries do not panic on any input (issue #12): no indexing or slicing that can be out of
+// bounds or split a character, no arithmetic that can overflow or divide by zero. Use `get()`,
+// iterators, `split_at_checked`, `char_indices`, `saturating_*` and `checked_*`. Unit tests may.
+#![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
+
 pub mod archive;
 pub mod recall;
 

@@ -31,16 +31,14 @@ fn hex_run(s: &str) -> usize {
 /// Keys written as `ccr:K` (with or without `<`/`<<` around, spaces allowed), with their position.
 fn marker_keys(text: &str, out: &mut Vec<(usize, String)>) {
     let lower = text.to_ascii_lowercase();
-    let mut from = 0;
-    while let Some(i) = lower[from..].find("ccr") {
-        let start = from + i;
-        from = start + 3;
-        let rest = lower[from..].trim_start_matches([' ', '\t']);
+    for (start, _) in lower.match_indices("ccr") {
+        let Some(rest) = lower.get(start..).and_then(|r| r.strip_prefix("ccr")) else { continue };
+        let rest = rest.trim_start_matches([' ', '\t']);
         let Some(rest) = rest.strip_prefix(':') else { continue };
         let rest = rest.trim_start_matches([' ', '\t']);
         let n = hex_run(rest);
-        if (MARKER_HEX_LEN..=64).contains(&n) {
-            out.push((start, rest[..n].to_string()));
+        if let Some(key) = rest.get(..n).filter(|_| (MARKER_HEX_LEN..=64).contains(&n)) {
+            out.push((start, key.to_string()));
         }
     }
 }

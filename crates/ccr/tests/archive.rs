@@ -312,3 +312,50 @@ fn grace_runs_from_each_write_not_from_an_earlier_time() {
     assert!(ccr.contains(&old).unwrap(), "re-archived 30 s ago: inside its 60 s grace");
     assert!(!ccr.contains(&other).unwrap());
 }
+
+#[test]
+fn row_values_a_damaged_file_can_hold_are_read_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let clock = FakeClock(Cell::new(1_000));
+    let ccr = Ccr::new(store.conn(), &clock);
+    // `last_access` has no range constraint: the oldest representable time is "long ago", so a
+    // read succeeds and refreshes it.
+    let k = ccr.put(b"an original whose access time was written by someone else").unwrap().key;
+    store
+        .conn()
+        .execute("UPDATE ccr_blobs SET last_access = ?1 WHERE key = ?2", params![i64::MIN, &k.0[..]])
+        .unwrap();
+    assert_eq!(ccr.get(&k.short()).unwrap(), b"an original whose access time was written by someone else");
+    let access: i64 = store
+        .conn()
+        .query_row("SELECT last_access FROM ccr_blobs WHERE key = ?1", params![&k.0[..]], |r| r.get(0))
+        .unwrap();
+    assert_eq!(access, 1_000);
+
+    // `stored_len` lengths that break the schema's CHECK (a file edited with the constraints off):
+    // their sum fits an i64 in row order, but subtracting the negative one first would not. The
+    // collection evicts all three by age and counts the impossible length as freeing nothing.
+    store.conn().execute("DELETE FROM ccr_blobs", []).unwrap();
+    let keys: Vec<CcrKey> =
+        (0..3u64).map(|i| ccr.put(format!("blob number {i} of three").as_bytes()).unwrap().key).collect();
+    store.conn().execute_batch("PRAGMA ignore_check_constraints = ON").unwrap();
+    for (k, (len, access)) in keys.iter().zip([(-i64::MAX, 1), (i64::MAX, 2), (i64::MAX, 3)]) {
+        store
+            .conn()
+            .execute(
+                "UPDATE ccr_blobs SET stored_len = ?1, last_access = ?2, created_at = 0 WHERE key = ?3",
+                params![len, access, &k.0[..]],
+            )
+            .unwrap();
+    }
+    clock.0.set(10_000_000);
+    let r = ccr
+        .gc(&Retention {
+            max_age: Some(Duration::from_millis(1_000)),
+            grace: Duration::from_secs(1),
+            ..Retention::default()
+        })
+        .unwrap();
+    assert_eq!((r.evicted, r.freed_bytes, r.remaining), (3, 2 * u64::try_from(i64::MAX).unwrap(), 0));
+}

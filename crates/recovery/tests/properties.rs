@@ -195,8 +195,9 @@ mod hostile {
     use salvage_recovery::recoverable::lost;
     use salvage_recovery::summarizer::{Builtin, Cancel};
     use salvage_recovery::{dedup, microcompact, shrink, tool_budget, trim};
-    use salvage_types::capture::StopReason;
+    use salvage_types::capture::{Outcome, StopReason};
     use salvage_types::ccr_key::marker_for;
+    use salvage_types::event::{EventBody, StepOutcome};
     use salvage_types::{CcrKey, Config};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -607,7 +608,7 @@ mod hostile {
             0usize..6,
             any::<bool>(),
             prop_oneof![Just(413u16), Just(400), Just(403)],
-            prop_oneof![Just(0u32), Just(1), 2u32..6, Just(50)],
+            prop_oneof![Just(0u32), Just(1), 2u32..6, Just(50), Just(1000)],
             count(),
             (limit(), limit()),
             prop_oneof![Just(0u64), Just(1), 500u64..50_000, Just(128_000), Just(u64::MAX / 8)],
@@ -696,10 +697,30 @@ mod hostile {
         let mut accepted = 0;
         let mut previous: Option<Vec<Message>> = None;
         let mut done = false;
+        // A skipped rung 3 (the last rung) ends the climb: nothing after it can change the request.
+        let mut rung3_skipped = 0;
         for _ in 0..10_000 {
             match turn.next(&mut io).unwrap() {
-                Action::Record(_) | Action::Say(_) => {}
+                Action::Record(r) => {
+                    prop_assert!(
+                        rung3_skipped == 0,
+                        "the turn goes on after a skipped rung 3: {:?}",
+                        r.event
+                    );
+                    if matches!(
+                        r.event,
+                        EventBody::RecoveryAttempt { rung: 3, outcome: StepOutcome::Skipped, .. }
+                    ) {
+                        rung3_skipped += 1;
+                    }
+                }
+                Action::Say(_) => {}
                 Action::Send(req) => {
+                    prop_assert!(
+                        rung3_skipped == 0,
+                        "attempt {} is sent after a skipped rung 3",
+                        req.attempt
+                    );
                     if let Some(p) = &previous {
                         prop_assert!(
                             p != &req.history,
@@ -754,6 +775,83 @@ mod hostile {
         let mem = shared.0.borrow();
         nothing_lost(&s.history, turn.history(), &mem)?;
         Ok(())
+    }
+
+    /// `testdata/corpus/no-op-rungs-are-not-sent`: a history no rung can shrink, an upstream that
+    /// rejects everything and 1000 attempts. Each rung is a no-op once; after rung 3 (the last)
+    /// nothing can change the request, so the turn ends instead of counting through 997 more
+    /// skipped rung-3 attempts.
+    #[test]
+    fn a_no_op_rung_3_ends_the_climb_whatever_the_attempts_left() {
+        for attempts in [3u32, 4, 1000, u32::MAX] {
+            let input = TurnInput {
+                history: vec![
+                    Message::system("You are a coding agent."),
+                    Message::user("Summarize the failing test in crates/store in one line."),
+                ],
+                config: Config { max_recovery_attempts: attempts, ..Config::default() },
+                model: salvage_recovery::budget::ModelInfo {
+                    context_window: 4_000_000,
+                    max_output: 8_192,
+                    default_output: 4_096,
+                },
+                output_cap: 8_192,
+                surface: salvage_recovery::budget::Surface::Agent,
+                provider_edits: false,
+                session: salvage_recovery::session::SessionState::with_cap(None),
+                compaction: CompactionState::default(),
+                mode: TurnMode::AsSent,
+                rung3_keep: ladder::RUNG3_KEEP,
+                provider: None,
+                model_name: None,
+                settings: Default::default(),
+            };
+            let mut archive = MemoryArchive::new();
+            let lookup = |_: &str| None;
+            let (mut summarizer, mut hooks) = (Builtin, NoHooks);
+            let mut io = EngineIo {
+                archive: &mut archive,
+                lookup: &lookup,
+                summarizer: &mut summarizer,
+                hooks: &mut hooks,
+                wire: &JsonWire,
+            };
+            let mut turn = Turn::new(input);
+            let (mut sent, mut attempts_seen, mut outcome) = (0, Vec::new(), None);
+            for _ in 0..10_000 {
+                match turn.next(&mut io).unwrap() {
+                    Action::Record(r) => {
+                        if let EventBody::RecoveryAttempt { rung, outcome, .. } = r.event {
+                            attempts_seen.push((rung, outcome));
+                        }
+                    }
+                    Action::Say(_) => {}
+                    Action::Send(_) => {
+                        sent += 1;
+                        turn.answer(Answer::Rejected {
+                            status: Some(400),
+                            message: "prompt is too long: 300000 tokens > 200000 maximum".into(),
+                            transport: None,
+                            rejected_bytes: None,
+                            counted_tokens: None,
+                        })
+                        .unwrap();
+                    }
+                    Action::Done(o) => {
+                        outcome = Some(o);
+                        break;
+                    }
+                }
+            }
+            assert_eq!(outcome, Some(Outcome::Exhausted), "attempts = {attempts}");
+            assert_eq!(sent, 1, "only the captured request is sent (attempts = {attempts})");
+            assert_eq!(
+                attempts_seen,
+                vec![(1, StepOutcome::Skipped), (2, StepOutcome::Skipped), (3, StepOutcome::Skipped)],
+                "one skipped attempt per rung (attempts = {attempts})"
+            );
+            assert_eq!(turn.attempts(), 3, "attempts = {attempts}");
+        }
     }
 
     proptest! {

@@ -89,7 +89,7 @@ pub fn read(file: &str, text: &str) -> Result<BTreeMap<String, serde_json::Value
 }
 
 fn up_by(before: u64, after: u64, pct: f64) -> bool {
-    after > before && (after - before) as f64 > before as f64 * pct / 100.0
+    after.checked_sub(before).is_some_and(|d| d > 0 && d as f64 > before as f64 * pct / 100.0)
 }
 
 /// Compares this run's reports with the baseline's entries.

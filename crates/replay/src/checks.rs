@@ -182,14 +182,23 @@ pub fn run_checks(
     // 5. Rewind accounting from the journal.
     let mut problems = Vec::new();
     for (seq, before) in &run.rewrites {
-        match journal.view_at(&run.session, seq - 1) {
+        let Some(prev) = seq.checked_sub(1) else {
+            problems.push(format!("rewrite recorded at event {seq}, which has no event before it"));
+            continue;
+        };
+        match journal.view_at(&run.session, prev) {
             Ok(v) if &crate::driver::history_digest(&v.history) == before => {}
             Ok(_) => problems.push(format!("restore before event {seq} differs from the driver's copy")),
             Err(e) => problems.push(format!("restore before event {seq}: {e}")),
         }
     }
     for seq in &run.skipped_compactions {
-        let (a, b) = (journal.state_at(&run.session, seq - 1), journal.state_at(&run.session, *seq));
+        let Some(prev) = seq.checked_sub(1) else {
+            problems
+                .push(format!("skipped compaction recorded at event {seq}, which has no event before it"));
+            continue;
+        };
+        let (a, b) = (journal.state_at(&run.session, prev), journal.state_at(&run.session, *seq));
         if let (Ok(a), Ok(b)) = (a, b) {
             if a.undo.len() != b.undo.len() {
                 problems.push(format!("skipped compaction {seq} left an undo entry"));
@@ -224,7 +233,7 @@ pub fn run_checks(
     ));
     // 6. The notice at most once; the cap only tightens.
     let notices = run.history.iter().filter(|m| m.content.starts_with(NOTICE_MARKER)).count();
-    let tightening = run.caps.windows(2).all(|w| w[1] <= w[0]);
+    let tightening = run.caps.iter().zip(run.caps.iter().skip(1)).all(|(earlier, later)| later <= earlier);
     out.push(check(
         "notice_once",
         notices <= 1 && run.notices <= 1,
@@ -267,8 +276,9 @@ fn recoverable(run: &Run, capture: &Capture, journal: &Journal, ccr: &Ccr<'_>, s
         .take(5)
         .map(|l| format!("input message {} ({}, {} B) cannot be rebuilt", l.index, l.role, l.bytes))
         .collect();
-    if lost.len() > 5 {
-        problems.push(format!("and {} more", lost.len() - 5));
+    let more = lost.len().saturating_sub(5);
+    if more > 0 {
+        problems.push(format!("and {more} more"));
     }
     match journal.referenced_blobs(&run.session) {
         Ok(refs) => {

@@ -177,7 +177,9 @@ pub fn run_all(
     let started = chrono::DateTime::<chrono::Utc>::from(clock.now());
     // Largest first, so one big capture does not finish last on a single thread.
     let mut order: Vec<usize> = (0..captures.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(salvage_types::history_weight(&captures[i].1.history)));
+    order.sort_by_key(|&i| {
+        std::cmp::Reverse(captures.get(i).map(|c| salvage_types::history_weight(&c.1.history)))
+    });
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<Vec<Option<Result<CaptureReport, String>>>> =
@@ -195,10 +197,8 @@ pub fn run_all(
                     Ok(j) => Some(j),
                     Err(e) => {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if let Ok(mut r) = results.lock() {
-                            if i < captures.len() {
-                                r[i] = Some(Err(e));
-                            }
+                        if let Some(slot) = results.lock().as_mut().ok().and_then(|r| r.get_mut(i)) {
+                            *slot = Some(Err(e));
                         }
                         None
                     }
@@ -207,7 +207,7 @@ pub fn run_all(
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     let Some(&i) = order.get(k) else { break };
                     let Some(j) = journal.as_mut() else { break };
-                    let (file, capture) = &captures[i];
+                    let Some((file, capture)) = captures.get(i) else { continue };
                     // Unique per run: two replays in the same millisecond, or two captures
                     // sharing an id, never write into each other's session.
                     let session = format!(
@@ -230,10 +230,10 @@ pub fn run_all(
                             clock,
                         )
                     });
-                    if let Ok(mut res) = results.lock() {
-                        res[i] = Some(r);
+                    if let Some(slot) = results.lock().as_mut().ok().and_then(|res| res.get_mut(i)) {
+                        *slot = Some(r);
                     }
-                    let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst).saturating_add(1);
                     progress(n, captures.len(), &capture.id);
                 }
             });

@@ -178,8 +178,12 @@ struct Driver<'j> {
 
 impl Driver<'_> {
     fn ts(&mut self) -> DateTime<Utc> {
-        self.n += 1;
-        self.start + Duration::milliseconds(self.n)
+        // One millisecond per event from the run's start; past chrono's range (never, in a
+        // replay) the stamps stay at the last representable instant rather than overflow.
+        self.n = self.n.saturating_add(1);
+        Duration::try_milliseconds(self.n)
+            .and_then(|d| self.start.checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 
     /// The originals of blobs archived in memory that the journal does not hold yet, to be
@@ -246,7 +250,7 @@ impl Driver<'_> {
     fn observe(&mut self, e: &EventBody) {
         match e {
             EventBody::CapLearned { cap, .. } => self.run.caps.push(*cap),
-            EventBody::NoticeInjected {} => self.run.notices += 1,
+            EventBody::NoticeInjected {} => self.run.notices = self.run.notices.saturating_add(1),
             EventBody::RecoveryAttempt { rung, outcome: StepOutcome::Applied, .. } => {
                 self.run.rung = Some(*rung)
             }

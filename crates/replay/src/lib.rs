@@ -8,6 +8,12 @@
 //! journal before each rewrite and compares it with the driver's own copy, so the journal's
 //! exactness is tested on every capture of every corpus run.
 
+// Libraries do not panic on any input (issue #12): no indexing or slicing that can be out of
+// bounds or split a character, no arithmetic that can overflow or divide by zero. Use `get()`,
+// iterators, `split_at_checked`, `char_indices`, `saturating_*` and `checked_*`. Unit tests may.
+#![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
+
 pub mod baseline;
 pub mod checks;
 pub mod corpus;

@@ -8,7 +8,7 @@ pub fn shard_of(id: &str, n: u32) -> u32 {
     let h = blake3::hash(id.as_bytes());
     let mut b = [0u8; 8];
     b.copy_from_slice(&h.as_bytes()[..8]);
-    u32::try_from(u64::from_le_bytes(b) % u64::from(n.max(1))).unwrap_or(0)
+    u32::try_from(u64::from_le_bytes(b).checked_rem(u64::from(n.max(1))).unwrap_or(0)).unwrap_or(0)
 }
 
 /// A `--shard I/N` selection (I is 1-based, as CI matrices count).
@@ -35,7 +35,7 @@ impl Shard {
 
     /// True when the capture id belongs to this shard.
     pub fn holds(&self, id: &str) -> bool {
-        shard_of(id, self.count) + 1 == self.index
+        self.index.checked_sub(1) == Some(shard_of(id, self.count))
     }
 }
 

@@ -21,13 +21,20 @@ impl Rng {
         x
     }
 
-    /// A value below `n`.
+    /// A value below `n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
+        let n = u64::try_from(n.max(1)).unwrap_or(u64::MAX);
+        usize::try_from(self.next_u64().checked_rem(n).unwrap_or(0)).unwrap_or(0)
     }
 
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
+    /// `base` plus a value below `n`.
+    fn between(&mut self, base: usize, n: usize) -> usize {
+        base.saturating_add(self.below(n))
+    }
+
+    /// One of `xs` (the first kind of `T` when `xs` is empty).
+    fn pick<T: Copy + Default>(&mut self, xs: &[T]) -> T {
+        xs.get(self.below(xs.len())).copied().unwrap_or_default()
     }
 }
 
@@ -93,7 +100,7 @@ const IDENTS: &[&str] = &[
 ];
 
 fn prose(r: &mut Rng, out: &mut String) {
-    let n = 8 + r.below(20);
+    let n = r.between(8, 20);
     for i in 0..n {
         let w = r.pick(WORDS);
         if i == 0 {
@@ -105,7 +112,7 @@ fn prose(r: &mut Rng, out: &mut String) {
         } else {
             out.push_str(w);
         }
-        out.push(if i + 1 == n { '.' } else { ' ' });
+        out.push(if i.saturating_add(1) == n { '.' } else { ' ' });
     }
     out.push_str(if r.below(4) == 0 { "\n\n" } else { " " });
 }
@@ -114,7 +121,7 @@ fn code(r: &mut Rng, out: &mut String) {
     let f = r.pick(IDENTS);
     let a = r.pick(IDENTS);
     out.push_str(&format!("fn {f}_{}(&mut self, {a}: usize) -> Result<u64, Error> {{\n", r.below(100)));
-    for _ in 0..(2 + r.below(6)) {
+    for _ in 0..r.between(2, 6) {
         let x = r.pick(IDENTS);
         let y = r.pick(IDENTS);
         match r.below(4) {
@@ -140,7 +147,7 @@ fn json(r: &mut Rng, out: &mut String) {
         r.pick(IDENTS),
         r.pick(IDENTS),
         r.below(5000),
-        ["ok", "error", "skipped", "timeout"][r.below(4)],
+        r.pick(&["ok", "error", "skipped", "timeout"]),
         r.below(1 << 20),
         r.pick(WORDS),
         r.pick(WORDS),
@@ -151,12 +158,12 @@ fn json(r: &mut Rng, out: &mut String) {
 fn log(r: &mut Rng, out: &mut String) {
     out.push_str(&format!(
         "2026-11-{:02}T{:02}:{:02}:{:02}.{:03}Z {} [{}] {} {} {} req={:08x} took={}ms\n",
-        1 + r.below(28),
+        r.between(1, 28),
         r.below(24),
         r.below(60),
         r.below(60),
         r.below(1000),
-        ["INFO", "WARN", "ERROR", "DEBUG"][r.below(4)],
+        r.pick(&["INFO", "WARN", "ERROR", "DEBUG"]),
         r.pick(IDENTS),
         r.pick(WORDS),
         r.pick(WORDS),
@@ -182,7 +189,7 @@ pub enum Kind {
 /// About `n` bytes of one kind of text (exactly `n`, cut on a char boundary; all ASCII).
 pub fn text(kind: Kind, n: usize, seed: u64) -> String {
     let mut r = Rng::new(seed);
-    let mut out = String::with_capacity(n + 256);
+    let mut out = String::with_capacity(n.saturating_add(256));
     while out.len() < n {
         match kind {
             Kind::Prose => prose(&mut r, &mut out),
@@ -197,7 +204,12 @@ pub fn text(kind: Kind, n: usize, seed: u64) -> String {
 
 /// Mixed text: each item a different kind.
 pub fn mixed(n: usize, seed: u64) -> String {
-    let kind = [Kind::Prose, Kind::Code, Kind::Json, Kind::Log][(seed % 4) as usize];
+    let kind = match seed % 4 {
+        0 => Kind::Prose,
+        1 => Kind::Code,
+        2 => Kind::Json,
+        _ => Kind::Log,
+    };
     text(kind, n, seed)
 }
 
@@ -217,37 +229,42 @@ pub fn agent_history(bytes: usize, seed: u64) -> Vec<salvage_types::Message> {
     while total < bytes {
         match r.below(6) {
             0 => {
-                let m = Message::user(text(Kind::Prose, 80 + r.below(600), r.next_u64()));
-                total += m.content.len();
+                let m = Message::user(text(Kind::Prose, r.between(80, 600), r.next_u64()));
+                total = total.saturating_add(m.content.len());
                 h.push(m);
             }
             1 | 2 => {
-                let m = Message::assistant(text(Kind::Prose, 200 + r.below(3_000), r.next_u64()));
-                total += m.content.len();
+                let m = Message::assistant(text(Kind::Prose, r.between(200, 3_000), r.next_u64()));
+                total = total.saturating_add(m.content.len());
                 h.push(m);
             }
             _ => {
-                let n = 1 + r.below(3);
+                let n = r.between(1, 3);
                 let mut a = Message::assistant(String::new());
                 let mut results = Vec::new();
                 for _ in 0..n {
-                    call += 1;
+                    call = call.saturating_add(1);
                     let id = format!("toolu_{call:06}");
-                    let kind = [Kind::Code, Kind::Json, Kind::Log, Kind::Prose][r.below(4)];
+                    let kind = match r.below(4) {
+                        0 => Kind::Code,
+                        1 => Kind::Json,
+                        2 => Kind::Log,
+                        _ => Kind::Prose,
+                    };
                     let size =
-                        if r.below(10) == 0 { 40_000 + r.below(200_000) } else { 500 + r.below(8_000) };
+                        if r.below(10) == 0 { r.between(40_000, 200_000) } else { r.between(500, 8_000) };
                     a.tool_calls.push(ToolCall {
                         id: id.clone(),
                         kind: "function".into(),
-                        name: ["read_file", "run_command", "grep"][r.below(3)].into(),
+                        name: r.pick(&["read_file", "run_command", "grep"]).into(),
                         arguments: serde_json::json!({"path": format!("src/{}.rs", r.below(500)), "offset": r.below(900)}),
                     });
                     results.push(Message::tool(id, text(kind, size, r.next_u64())));
                 }
-                total += 60 * n;
+                total = total.saturating_add(n.saturating_mul(60));
                 h.push(a);
                 for m in results {
-                    total += m.content.len();
+                    total = total.saturating_add(m.content.len());
                     h.push(m);
                 }
             }

@@ -90,25 +90,29 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
     let bpe = tiktoken_rs::o200k_base_singleton();
     let mut n = 0u64;
     let mut seen_bytes = 0u64;
-    let total_bytes: u64 = history.iter().map(|m| m.content.len() as u64 + 64).sum();
+    // Counts saturate: a count past u64::MAX is over every window, which is all the verdict needs.
+    let len = |s: &str| u64::try_from(s.len()).unwrap_or(u64::MAX);
+    let tokens = |s: &str| u64::try_from(bpe.encode_ordinary(s).len()).unwrap_or(u64::MAX);
+    let total_bytes: u64 =
+        history.iter().fold(0u64, |t, m| t.saturating_add(len(&m.content)).saturating_add(64));
     for m in history {
         if n > limit {
             let rest = total_bytes.saturating_sub(seen_bytes);
             let per_byte = n as f64 / seen_bytes.max(1) as f64;
-            return (n + (rest as f64 * per_byte) as u64, false);
+            return (n.saturating_add((rest as f64 * per_byte) as u64), false);
         }
-        seen_bytes += m.content.len() as u64 + 64;
-        n += 4 + bpe.encode_ordinary(&m.content).len() as u64;
+        seen_bytes = seen_bytes.saturating_add(len(&m.content)).saturating_add(64);
+        n = n.saturating_add(4).saturating_add(tokens(&m.content));
         for c in &m.tool_calls {
-            n += bpe.encode_ordinary(&c.name).len() as u64
-                + bpe.encode_ordinary(&c.arguments.to_string()).len() as u64;
+            n = n.saturating_add(tokens(&c.name)).saturating_add(tokens(&c.arguments.to_string()));
         }
         for p in &m.system_parts {
             if p.text != m.content {
-                n += bpe.encode_ordinary(&p.text).len() as u64;
+                n = n.saturating_add(tokens(&p.text));
             }
         }
-        n += 85 * m.images.len() as u64;
+        let images = u64::try_from(m.images.len()).unwrap_or(u64::MAX);
+        n = n.saturating_add(images.saturating_mul(85));
     }
     (n, true)
 }

@@ -6,6 +6,12 @@
 //! embedded SQL files applied in one `BEGIN IMMEDIATE` transaction, so two processes opening a new
 //! file at once serialize on the write lock and the second one finds the work done.
 
+// Libraries do not panic on any input (issue #12): no indexing or slicing that can be out of
+// bounds or split a character, no arithmetic that can overflow or divide by zero. Use `get()`,
+// iterators, `split_at_checked`, `char_indices`, `saturating_*` and `checked_*`. Unit tests may.
+#![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
+#![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
+
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -362,11 +368,19 @@ fn user_version(conn: &Connection) -> Result<u32, rusqlite::Error> {
 }
 
 fn be32(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4).map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]))
+    let bytes: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(u32::from_be_bytes(bytes))
 }
 
+/// WAL frame header length, and where the application id sits in a frame holding page 1 (the
+/// frame header, then header offset 68 of the page).
+const WAL_FRAME_HEADER: usize = 24;
+const WAL_FRAME_APP_ID: usize = WAL_FRAME_HEADER + 68;
+
 /// Reads the database identity (application id, header offset 68) from the file and from the
-/// newest valid copy of page 1 in its `-wal`, without SQLite, and refuses a mismatch.
+/// newest valid copy of page 1 in its `-wal`, without SQLite, and refuses a mismatch. The `-wal`
+/// is untrusted bytes: a page size SQLite could never write (not a power of two in 512..=65536) or a frame cut
+/// short ends the walk, and nothing is concluded from it.
 fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
     let mut wal_path = path.as_os_str().to_owned();
     wal_path.push("-wal");
@@ -384,20 +398,21 @@ fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
         return Ok(());
     };
     let page_size = usize::try_from(page_size).unwrap_or(0);
-    if page_size < 512 {
+    if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
         return Ok(());
     }
+    let frame_len = WAL_FRAME_HEADER.saturating_add(page_size);
     let mut wal_id = None;
-    let mut at = 32;
-    while at + 24 + page_size <= wal.len() {
-        let (pgno, s1, s2) = (be32(&wal, at), be32(&wal, at + 8), be32(&wal, at + 12));
+    let mut at: usize = 32;
+    while let Some(frame) = at.checked_add(frame_len).and_then(|end| wal.get(at..end)) {
+        let (pgno, s1, s2) = (be32(frame, 0), be32(frame, 8), be32(frame, 12));
         if s1 != Some(salt1) || s2 != Some(salt2) {
             break;
         }
         if pgno == Some(1) {
-            wal_id = be32(&wal, at + 24 + 68);
+            wal_id = be32(frame, WAL_FRAME_APP_ID);
         }
-        at += 24 + page_size;
+        at = at.saturating_add(frame_len);
     }
     match wal_id {
         Some(w) if w != 0 && w != file_id => {
@@ -526,6 +541,59 @@ mod tests {
             )
             .unwrap();
         st.query_map([], |r| r.get(0)).unwrap().map(|r| r.unwrap()).collect()
+    }
+
+    /// A database file whose header holds application id `file_id`, and a `-wal` beside it built
+    /// by `wal` (raw bytes, so the test can write what SQLite never would).
+    fn with_wal(dir: &Path, file_id: u32, wal: &[u8]) -> PathBuf {
+        let p = dir.join("w.db");
+        let mut header = vec![0u8; 100];
+        header[68..72].copy_from_slice(&file_id.to_be_bytes());
+        std::fs::write(&p, header).unwrap();
+        let mut wal_path = p.as_os_str().to_owned();
+        wal_path.push("-wal");
+        std::fs::write(wal_path, wal).unwrap();
+        p
+    }
+
+    /// A WAL header declaring `page_size`, then one frame for page 1 of `frame_page_size` bytes
+    /// whose header offset 68 holds `wal_id`.
+    fn wal_bytes(page_size: u32, frame_page_size: usize, wal_id: u32) -> Vec<u8> {
+        let (salt1, salt2) = (0x0102_0304u32, 0x0506_0708u32);
+        let mut w = vec![0u8; 32];
+        w[0..4].copy_from_slice(&0x377f_0682u32.to_be_bytes());
+        w[8..12].copy_from_slice(&page_size.to_be_bytes());
+        w[16..20].copy_from_slice(&salt1.to_be_bytes());
+        w[20..24].copy_from_slice(&salt2.to_be_bytes());
+        let mut frame = vec![0u8; 24 + frame_page_size];
+        frame[0..4].copy_from_slice(&1u32.to_be_bytes());
+        frame[8..12].copy_from_slice(&salt1.to_be_bytes());
+        frame[12..16].copy_from_slice(&salt2.to_be_bytes());
+        frame[24 + 68..24 + 72].copy_from_slice(&wal_id.to_be_bytes());
+        w.extend(frame);
+        w
+    }
+
+    #[test]
+    fn a_hostile_wal_header_is_walked_safely_and_a_foreign_page_1_is_still_found() {
+        let dir = tempfile::tempdir().unwrap();
+        // The walk finds page 1 of another database...
+        let p = with_wal(dir.path(), 0x1111, &wal_bytes(512, 512, 0x2222));
+        match check_wal_identity(&p) {
+            Err(StoreError::ForeignWal { file_id: 0x1111, wal_id: 0x2222, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        // ...and accepts its own.
+        let p = with_wal(dir.path(), 0x1111, &wal_bytes(512, 512, 0x1111));
+        assert!(check_wal_identity(&p).is_ok());
+        // Page sizes SQLite never writes, a frame cut short, a header cut short: nothing is
+        // concluded, nothing panics.
+        for (declared, actual) in [(u32::MAX, 512), (0, 512), (1000, 1000), (1 << 17, 512), (1024, 512)] {
+            let p = with_wal(dir.path(), 0x1111, &wal_bytes(declared, actual, 0x2222));
+            assert!(check_wal_identity(&p).is_ok(), "page size {declared}");
+        }
+        let p = with_wal(dir.path(), 0x1111, &wal_bytes(512, 512, 0x2222)[..40]);
+        assert!(check_wal_identity(&p).is_ok());
     }
 
     #[test]

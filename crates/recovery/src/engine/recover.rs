@@ -11,7 +11,8 @@ use salvage_types::event::{EventBody, StepOutcome, Trigger};
 use salvage_types::{Message, RecoveryPath};
 
 impl Turn {
-    /// Climbs the ladder until a rung yields a request worth sending, or attempts run out.
+    /// Climbs the ladder until a rung yields a request worth sending, or attempts run out, or the
+    /// last rung is a no-op (nothing further can change the request).
     pub(super) fn ladder(&mut self, io: &mut EngineIo<'_>) -> Result<(), EngineError> {
         loop {
             if self.attempt >= self.input.config.max_recovery_attempts {
@@ -58,6 +59,19 @@ impl Turn {
                 ));
                 self.record(event, Change::None, keys);
                 self.hooks(io, "PostCompact", Some(StepOutcome::Skipped));
+                // Rung 3 is the last rung: every later attempt would run it again on this same
+                // history and budget (a no-op changes neither), build this same request and be a
+                // no-op by the same rule. Nothing left can change the request, so the climb ends
+                // here rather than journaling one skipped attempt per remaining attempt. (With no
+                // attempt left, the check at the top says so as usual.)
+                if rung == Rung::Nuclear && self.attempt < self.input.config.max_recovery_attempts {
+                    self.say(format!(
+                        "✖ Recovery exhausted: rung 3, the last rung, leaves the request unchanged (attempt {} of {})",
+                        self.attempt, self.input.config.max_recovery_attempts
+                    ));
+                    self.done(Outcome::Exhausted);
+                    return Ok(());
+                }
                 continue;
             }
             self.say(r.summary());
