@@ -59,3 +59,25 @@ pub fn time(rounds: usize, mut f: impl FnMut()) -> Duration {
             .collect(),
     )
 }
+
+/// [`interleave`] for closures that can fail: the first failure ends the measurement and is
+/// returned, so a workload that errors can never be timed as a fast one.
+pub fn try_interleave(
+    rounds: usize,
+    mut baseline: impl FnMut() -> anyhow::Result<()>,
+    mut ours: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Pair> {
+    baseline()?;
+    ours()?;
+    let mut a = Vec::with_capacity(rounds);
+    let mut b = Vec::with_capacity(rounds);
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        baseline()?;
+        a.push(t.elapsed());
+        let t = Instant::now();
+        ours()?;
+        b.push(t.elapsed());
+    }
+    Ok(Pair { baseline: median(a), ours: median(b) })
+}

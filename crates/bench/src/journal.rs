@@ -1,7 +1,8 @@
 //! Journal append (batched and one durable transaction per event) against raw rusqlite inserts of
-//! the same rows, and exact restore against parsing the history from a JSON file.
+//! the same rows (cached statements and the same pragmas on both sides), and exact restore on a
+//! cold handle against parsing the history from a JSON file.
 
-use crate::harness::{interleave, time};
+use crate::harness::try_interleave;
 use crate::{Plan, Row};
 use chrono::{TimeZone, Utc};
 use salvage_journal::{HistoryChange, Journal, NewEvent};
@@ -9,6 +10,7 @@ use salvage_replay::synth::{mixed, text, Kind};
 use salvage_store::{Durability, Options, Store};
 use salvage_types::event::EventBody;
 use salvage_types::Message;
+use std::path::Path;
 
 fn ts(n: u64) -> chrono::DateTime<Utc> {
     Utc.timestamp_millis_opt(1_764_000_000_000 + i64::try_from(n).unwrap_or(0)).single().unwrap_or_default()
@@ -19,73 +21,81 @@ fn event(n: u64, payload: &str) -> NewEvent {
         .with_history(HistoryChange::Append(vec![Message::user(payload.to_string())]))
 }
 
-fn raw_table(conn: &rusqlite::Connection) {
-    let _ = conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS raw (session TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (session, seq))",
-    );
+const RAW_TABLE: &str = "CREATE TABLE IF NOT EXISTS raw (session TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (session, seq))";
+const RAW_INSERT: &str = "INSERT INTO raw (session, seq, body) VALUES (?1, ?2, ?3)";
+
+/// A row for a measurement that failed: the failure is the result, never a time.
+fn failed(workload: &str, baseline: &str, target: &str, e: &anyhow::Error) -> Row {
+    Row {
+        workload: workload.into(),
+        baseline: baseline.into(),
+        ratio: f64::NAN,
+        target: target.into(),
+        met: false,
+        detail: format!("failed: {e:#}"),
+    }
 }
 
-/// Runs the journal workloads.
-pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
-    let dir = tempfile::tempdir()?;
-    let mut rows = Vec::new();
-    let payloads: Vec<String> = (0..1000u64).map(|i| mixed(900, 7_000 + i)).collect();
+/// `row` when the measurement succeeded, else a failed row.
+fn settle(workload: &str, baseline: &str, target: &str, r: anyhow::Result<Row>) -> Row {
+    r.unwrap_or_else(|e| failed(workload, baseline, target, &e))
+}
 
-    // Batched: 1 000 events per transaction.
+fn start(j: &mut Journal) -> anyhow::Result<()> {
+    j.start_session("s", "", NewEvent::new("start", ts(0), EventBody::MessageAppended { count: 0 }))?;
+    Ok(())
+}
+
+/// Batched: 1 000 events per transaction, each side on a fresh file per round.
+fn batched(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result<Row> {
     let batches = ((8.0 * plan.scale) as usize).max(2);
-    let mut round = 0u64;
-    let mut raw_round = 0u64;
-    let pair = interleave(
+    let (mut round, mut raw_round) = (0u64, 0u64);
+    let pair = try_interleave(
         plan.rounds,
         || {
             raw_round += 1;
-            if let Ok(store) =
-                Store::open(&dir.path().join(format!("raw{raw_round}.db")), &Options::default())
-            {
-                raw_table(store.conn());
-                let mut n = 0i64;
-                for _ in 0..batches {
-                    if let Ok(tx) = store.conn().unchecked_transaction() {
-                        if let Ok(mut st) =
-                            tx.prepare_cached("INSERT INTO raw (session, seq, body) VALUES (?1, ?2, ?3)")
-                        {
-                            for p in &payloads {
-                                n += 1;
-                                let body = serde_json::to_vec(&Message::user(p.clone())).unwrap_or_default();
-                                let _ = st.execute(rusqlite::params!["s", n, body]);
-                            }
-                        }
-                        let _ = tx.commit();
+            let mut store = Store::open(&dir.join(format!("raw{raw_round}.db")), &Options::default())?;
+            store.conn().execute_batch(RAW_TABLE)?;
+            let mut n = 0i64;
+            for _ in 0..batches {
+                let tx = store.conn_mut().transaction()?;
+                {
+                    let mut st = tx.prepare_cached(RAW_INSERT)?;
+                    for p in payloads {
+                        n += 1;
+                        st.execute(rusqlite::params![
+                            "s",
+                            n,
+                            serde_json::to_vec(&Message::user(p.clone()))?
+                        ])?;
                     }
                 }
+                tx.commit()?;
             }
+            Ok(())
         },
         || {
             round += 1;
-            if let Ok(mut j) = Journal::open(&dir.path().join(format!("j{round}.db")), &Options::default()) {
-                let _ = j.start_session(
-                    "s",
-                    "",
-                    NewEvent::new("start", ts(0), EventBody::MessageAppended { count: 0 }),
-                );
-                let mut n = 0u64;
-                for _ in 0..batches {
-                    let evs: Vec<NewEvent> = payloads
-                        .iter()
-                        .map(|p| {
-                            n += 1;
-                            event(n, p)
-                        })
-                        .collect();
-                    let _ = j.append("s", None, evs);
-                }
+            let mut j = Journal::open(&dir.join(format!("j{round}.db")), &Options::default())?;
+            start(&mut j)?;
+            let mut n = 0u64;
+            for _ in 0..batches {
+                let evs: Vec<NewEvent> = payloads
+                    .iter()
+                    .map(|p| {
+                        n += 1;
+                        event(n, p)
+                    })
+                    .collect();
+                j.append("s", None, evs)?;
             }
+            Ok(())
         },
-    );
+    )?;
     let events = (batches * payloads.len()) as f64;
-    rows.push(Row::at_least(
-        "journal append, batched (1 000/tx, ~1 KB, chain on)",
-        "raw rusqlite inserts, same pragmas",
+    Ok(Row::at_least(
+        BATCHED.0,
+        BATCHED.1,
         pair.speed_ratio(),
         0.6,
         format!(
@@ -93,53 +103,66 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
             events / pair.ours.as_secs_f64(),
             events / pair.baseline.as_secs_f64()
         ),
-    ));
+    ))
+}
 
-    // One durable (synchronous=FULL) transaction per event.
+const BATCHED: (&str, &str) = (
+    "journal append, batched (1 000/tx, ~1 KB, chain on)",
+    "raw rusqlite inserts, cached statement, same pragmas",
+);
+const DURABLE: (&str, &str) =
+    ("journal append, one durable tx per event", "raw single-row transactions, cached statement (FULL)");
+const RESTORE: (&str, &str) = (
+    "restore exact history at the last of 10 000 events (1 000 messages), cold handle",
+    "parse that history from a JSON file",
+);
+const DEPTH: (&str, &str) = (
+    "restore with history at the last event vs at event 100, cold handle",
+    "restore with history at event 100",
+);
+
+/// One durable (synchronous=FULL) transaction per event.
+fn durable(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result<Row> {
     let full = Options { durability: Durability::Full, ..Options::default() };
     let singles = ((400.0 * plan.scale) as u64).max(100);
-    let raw = Store::open(&dir.path().join("raw-single.db"), &full)?;
-    raw_table(raw.conn());
-    let mut j = Journal::open(&dir.path().join("j-single.db"), &full)?;
-    j.start_session("s", "", NewEvent::new("start", ts(0), EventBody::MessageAppended { count: 0 }))?;
-    let mut rn = 0i64;
-    let mut jn = 0u64;
-    let pair = interleave(
+    let raw = Store::open(&dir.join("raw-single.db"), &full)?;
+    raw.conn().execute_batch(RAW_TABLE)?;
+    let mut j = Journal::open(&dir.join("j-single.db"), &full)?;
+    start(&mut j)?;
+    let (mut rn, mut jn) = (0i64, 0u64);
+    let payload = |k: u64| payloads.get((k % 1000) as usize).cloned().unwrap_or_default();
+    let pair = try_interleave(
         plan.rounds,
         || {
+            let mut st = raw.conn().prepare_cached(RAW_INSERT)?;
             for k in 0..singles {
                 rn += 1;
-                let body = serde_json::to_vec(&Message::user(payloads[(k % 1000) as usize].clone()))
-                    .unwrap_or_default();
-                let _ = raw.conn().execute(
-                    "INSERT INTO raw (session, seq, body) VALUES (?1, ?2, ?3)",
-                    rusqlite::params!["s", rn, body],
-                );
+                st.execute(rusqlite::params!["s", rn, serde_json::to_vec(&Message::user(payload(k)))?])?;
             }
+            Ok(())
         },
         || {
             for k in 0..singles {
                 jn += 1;
-                let _ = j.append("s", None, vec![event(jn, &payloads[(k % 1000) as usize])]);
+                j.append("s", None, vec![event(jn, &payload(k))])?;
             }
+            Ok(())
         },
-    );
-    rows.push(Row::at_least(
-        "journal append, one durable tx per event",
-        "raw single-row transactions (FULL)",
+    )?;
+    let n = singles as f64;
+    Ok(Row::at_least(
+        DURABLE.0,
+        DURABLE.1,
         pair.speed_ratio(),
-        0.7,
-        format!(
-            "{:.0} vs {:.0} events/s",
-            singles as f64 / pair.ours.as_secs_f64(),
-            singles as f64 / pair.baseline.as_secs_f64()
-        ),
-    ));
+        0.8,
+        format!("{:.0} vs {:.0} events/s", n / pair.ours.as_secs_f64(), n / pair.baseline.as_secs_f64()),
+    ))
+}
 
-    // Restore: a 10 000-event session whose history reaches 1 000 messages.
-    let total = if plan.scale < 1.0 { 5_000u64 } else { 10_000 };
-    let mut j = Journal::open(&dir.path().join("restore.db"), &Options::default())?;
-    j.start_session("s", "", NewEvent::new("r0", ts(0), EventBody::MessageAppended { count: 0 }))?;
+/// Writes the restore session: `total` events whose history reaches 1 000 messages.
+fn restore_session(path: &Path, total: u64) -> anyhow::Result<Vec<Message>> {
+    let mut j = Journal::open(path, &Options::default())?;
+    start(&mut j)?;
     let every = total / 1000;
     let mut batch = Vec::new();
     let mut history = Vec::new();
@@ -151,18 +174,15 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
             NewEvent::new(format!("r{n}"), ts(n), EventBody::MessageAppended { count: 1 })
                 .with_history(HistoryChange::Append(vec![m]))
         } else {
-            NewEvent::new(
-                format!("r{n}"),
-                ts(n),
-                EventBody::RequestSent {
-                    attempt: 0,
-                    bytes: n,
-                    estimated_tokens: n / 4,
-                    real_tokens: None,
-                    history_digest: "0".repeat(16),
-                    accepted: true,
-                },
-            )
+            let body = EventBody::RequestSent {
+                attempt: 0,
+                bytes: n,
+                estimated_tokens: n / 4,
+                real_tokens: None,
+                history_digest: "0".repeat(16),
+                accepted: true,
+            };
+            NewEvent::new(format!("r{n}"), ts(n), body)
         };
         batch.push(e);
         if batch.len() == 1000 {
@@ -170,59 +190,101 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         }
     }
     j.append("s", None, batch)?;
-    drop(j);
+    Ok(history)
+}
+
+/// A cold restore as `salvage journal` runs it: a fresh read-only handle on the file (no cache
+/// the writer filled), the history decoded and checked against the length expected.
+fn cold_view(path: &Path, seq: u64, want: usize) -> anyhow::Result<()> {
+    let j = Journal::open(path, &Options::read_only())?;
+    let v = j.view_at("s", seq)?;
+    anyhow::ensure!(
+        v.history.len() == want,
+        "restore at {seq} gave {} messages, expected {want}",
+        v.history.len()
+    );
+    std::hint::black_box(v);
+    Ok(())
+}
+
+/// The restore session on disk, its history as a JSON file, and its last event.
+struct Restore {
+    db: std::path::PathBuf,
+    json: std::path::PathBuf,
+    messages: usize,
+    last: u64,
+    /// Events per message (event `seq` holds `(seq - 1) / every` messages).
+    every: u64,
+}
+
+fn restore_setup(plan: &Plan, dir: &Path) -> anyhow::Result<Restore> {
+    let total = if plan.scale < 1.0 { 5_000u64 } else { 10_000 };
+    let db = dir.join("restore.db");
+    let history = restore_session(&db, total)?;
     if let Some(keep) = std::env::var_os("SALVAGE_BENCH_KEEP") {
         let keep = std::path::PathBuf::from(keep);
-        let _ = std::fs::copy(dir.path().join("restore.db"), &keep);
-        let _ = std::fs::copy(dir.path().join("restore.db-wal"), keep.with_extension("db-wal"));
+        std::fs::copy(&db, &keep)?;
+        let _ = std::fs::copy(dir.join("restore.db-wal"), keep.with_extension("db-wal"));
+        // may not exist
     }
-    let json_path = dir.path().join("history.json");
-    std::fs::write(&json_path, serde_json::to_vec(&history)?)?;
-    let j = Journal::open(&dir.path().join("restore.db"), &Options::default())?;
-    let last = j.version("s")?;
-    let pair = interleave(
+    let json = dir.join("history.json");
+    std::fs::write(&json, serde_json::to_vec(&history)?)?;
+    let last = Journal::open(&db, &Options::read_only())?.version("s")?;
+    Ok(Restore { db, json, messages: history.len(), last, every: total / 1000 })
+}
+
+fn restore_whole(plan: &Plan, r: &Restore) -> anyhow::Result<Row> {
+    let pair = try_interleave(
         plan.rounds,
         || {
-            let bytes = std::fs::read(&json_path).unwrap_or_default();
-            let h: Vec<Message> = serde_json::from_slice(&bytes).unwrap_or_default();
+            let h: Vec<Message> = serde_json::from_slice(&std::fs::read(&r.json)?)?;
+            anyhow::ensure!(h.len() == r.messages, "parsed {} messages", h.len());
             std::hint::black_box(h);
+            Ok(())
         },
-        || {
-            std::hint::black_box(j.view_at("s", last).ok());
-        },
-    );
-    rows.push(Row::at_most(
-        "restore exact history at the last of 10 000 events (1 000 messages)",
-        "parse that history from a JSON file",
+        || cold_view(&r.db, r.last, r.messages),
+    )?;
+    Ok(Row::at_most(
+        RESTORE.0,
+        RESTORE.1,
         pair.cost_ratio(),
-        3.0,
+        1.5,
         format!("{:.2} ms vs {:.2} ms", pair.ours.as_secs_f64() * 1e3, pair.baseline.as_secs_f64() * 1e3),
-    ));
-    let at100 = time(plan.rounds, || {
-        std::hint::black_box(j.view_at("s", 100).ok());
-    });
-    let atlast = time(plan.rounds, || {
-        std::hint::black_box(j.view_at("s", last).ok());
-    });
-    // Restore cost is dominated by the history it rebuilds; compare the fold alone too.
-    let fold100 = time(plan.rounds, || {
-        std::hint::black_box(j.state_at("s", 100).ok());
-    });
-    let foldlast = time(plan.rounds, || {
-        std::hint::black_box(j.state_at("s", last).ok());
-    });
-    rows.push(Row::at_most(
-        "restore state at the last event vs at event 100 (fold only)",
-        "fold at event 100",
-        foldlast.as_secs_f64() / fold100.as_secs_f64().max(1e-9),
-        2.0,
-        format!(
-            "{:.3} ms vs {:.3} ms; with history: {:.2} ms vs {:.2} ms",
-            foldlast.as_secs_f64() * 1e3,
-            fold100.as_secs_f64() * 1e3,
-            atlast.as_secs_f64() * 1e3,
-            at100.as_secs_f64() * 1e3
-        ),
-    ));
+    ))
+}
+
+fn restore_depth(plan: &Plan, r: &Restore) -> anyhow::Result<Row> {
+    let at100 = usize::try_from(99 / r.every)?;
+    let pair = try_interleave(
+        plan.rounds,
+        || cold_view(&r.db, 100, at100),
+        || cold_view(&r.db, r.last, r.messages),
+    )?;
+    Ok(Row::at_most(
+        DEPTH.0,
+        DEPTH.1,
+        pair.cost_ratio(),
+        1.5,
+        format!("{:.2} ms vs {:.2} ms", pair.ours.as_secs_f64() * 1e3, pair.baseline.as_secs_f64() * 1e3),
+    ))
+}
+
+/// Runs the journal workloads. Every timed closure returns its errors: a failing one fails its
+/// row (shown with the error) instead of being timed.
+pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
+    let dir = tempfile::tempdir()?;
+    let payloads: Vec<String> = (0..1000u64).map(|i| mixed(900, 7_000 + i)).collect();
+    let mut rows = vec![
+        settle(BATCHED.0, BATCHED.1, ">= 0.6x", batched(plan, dir.path(), &payloads)),
+        settle(DURABLE.0, DURABLE.1, ">= 0.8x", durable(plan, dir.path(), &payloads)),
+    ];
+    match restore_setup(plan, dir.path()) {
+        Ok(r) => rows.extend([
+            settle(RESTORE.0, RESTORE.1, "<= 1.5x", restore_whole(plan, &r)),
+            settle(DEPTH.0, DEPTH.1, "<= 1.5x", restore_depth(plan, &r)),
+        ]),
+        Err(e) => rows
+            .extend([failed(RESTORE.0, RESTORE.1, "<= 1.5x", &e), failed(DEPTH.0, DEPTH.1, "<= 1.5x", &e)]),
+    }
     Ok(rows)
 }

@@ -6,8 +6,8 @@
 //! references. The blobs themselves are left to `salvage ccr gc`, which evicts unreferenced
 //! blobs under its retention policy (its grace period included).
 
-use crate::state::unhex;
-use crate::{rfc3339, sql, Journal, JournalError, CCR_OWNER};
+use crate::error::{sql, stored_hash, stored_u64};
+use crate::{rfc3339, Journal, JournalError, CCR_OWNER};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use std::collections::HashSet;
@@ -67,43 +67,16 @@ impl Journal {
             )
             .map_err(sql("delete session"))?;
             out.sessions.push(id.clone());
-            out.events += u64::try_from(head).unwrap_or(0);
+            out.events = out.events.saturating_add(stored_u64(id, 0, "the session's head_seq", head)?);
         }
-        // Messages still inserted by some remaining event's delta.
-        let mut used: HashSet<[u8; 32]> = HashSet::new();
-        {
-            let mut st = tx
-                .prepare("SELECT delta FROM events WHERE delta IS NOT NULL")
-                .map_err(sql("delete session"))?;
-            let mut rows = st.query([]).map_err(sql("delete session"))?;
-            while let Some(r) = rows.next().map_err(sql("delete session"))? {
-                let bytes: Vec<u8> = r.get(0).map_err(sql("delete session"))?;
-                if let Ok(d) = serde_json::from_slice::<crate::state::Delta>(&bytes) {
-                    used.extend(d.insert.iter().filter_map(|h| unhex(h)));
-                }
-            }
-        }
-        let orphans: Vec<i64> = {
-            let mut st = tx.prepare("SELECT id, hash FROM messages").map_err(sql("delete session"))?;
-            let rows = st
-                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
-                .map_err(sql("delete session"))?;
-            let mut v = Vec::new();
-            for row in rows {
-                let (id, hash) = row.map_err(sql("delete session"))?;
-                if !used.contains(&crate::to32(&hash)) {
-                    v.push(id);
-                }
-            }
-            v
-        };
+        let orphans = orphan_messages(&tx)?;
         {
             let mut del = tx.prepare("DELETE FROM messages WHERE id = ?1").map_err(sql("delete session"))?;
             for id in &orphans {
                 del.execute([id]).map_err(sql("delete session"))?;
             }
         }
-        out.messages = orphans.len() as u64;
+        out.messages = u64::try_from(orphans.len()).unwrap_or(u64::MAX);
         let released = tx
             .execute(
                 "DELETE FROM ccr_refs WHERE owner = ?1 AND blob_id IN (
@@ -113,13 +86,47 @@ impl Journal {
                 [CCR_OWNER],
             )
             .map_err(sql("delete session"))?;
-        out.unreferenced_blobs = released as u64;
+        out.unreferenced_blobs = u64::try_from(released).unwrap_or(u64::MAX);
         tx.commit().map_err(sql("delete session"))?;
         for id in ids {
             self.head.remove(id);
         }
         Ok(out)
     }
+}
+
+/// The `messages` rows no remaining event's delta inserts.
+fn orphan_messages(tx: &rusqlite::Connection) -> Result<Vec<i64>, JournalError> {
+    let mut used: HashSet<[u8; 32]> = HashSet::new();
+    {
+        let mut st = tx
+            .prepare("SELECT session_id, seq, delta FROM events WHERE delta IS NOT NULL")
+            .map_err(sql("delete session"))?;
+        let mut rows = st.query([]).map_err(sql("delete session"))?;
+        while let Some(r) = rows.next().map_err(sql("delete session"))? {
+            let session: String = r.get(0).map_err(sql("delete session"))?;
+            let seq = stored_u64(&session, 0, "seq", r.get(1).map_err(sql("delete session"))?)?;
+            let bytes: Vec<u8> = r.get(2).map_err(sql("delete session"))?;
+            // A remaining delta that does not decode could hold any message: deleting refuses
+            // rather than drop what that event may need.
+            let d = serde_json::from_slice::<crate::state::Delta>(&bytes).map_err(|e| {
+                JournalError::corrupt(&session, seq, format!("history delta does not decode: {e}"))
+            })?;
+            used.extend(d.hashes(&session, seq)?);
+        }
+    }
+    let mut st = tx.prepare("SELECT id, hash FROM messages").map_err(sql("delete session"))?;
+    let rows = st
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
+        .map_err(sql("delete session"))?;
+    let mut orphans = Vec::new();
+    for row in rows {
+        let (id, hash) = row.map_err(sql("delete session"))?;
+        if !used.contains(&stored_hash("(messages)", 0, "messages.hash", &hash)?) {
+            orphans.push(id);
+        }
+    }
+    Ok(orphans)
 }
 
 #[cfg(test)]

@@ -52,10 +52,11 @@ impl Journal {
             let mut line = event_json(e);
             // Self-contained: the messages a delta inserts travel with it.
             if let Some(d) = &e.delta {
-                let hashes: Vec<crate::state::MsgHash> =
-                    d.insert.iter().filter_map(|h| crate::parse_hash(h)).collect();
-                let msgs = crate::load_messages(self.conn(), session, e.seq, &hashes)?;
-                line["messages"] = serde_json::json!(msgs);
+                let hashes = d.hashes(session, e.seq)?;
+                let msgs = crate::messages::load_messages(self.conn(), session, e.seq, &hashes)?;
+                if let Some(obj) = line.as_object_mut() {
+                    obj.insert("messages".into(), serde_json::json!(msgs));
+                }
             }
             out.push_str(&line.to_string());
             out.push('\n');

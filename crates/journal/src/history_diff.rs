@@ -88,46 +88,54 @@ pub fn diff_histories(old: &[Message], new: &[Message]) -> HistoryDiff {
         ..HistoryDiff::default()
     };
     let p = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let max_s = old.len().min(new.len()) - p;
+    let max_s = old.len().min(new.len()).saturating_sub(p);
     let s = old.iter().rev().zip(new.iter().rev()).take(max_s).take_while(|(a, b)| a == b).count();
-    let (om, nm) = (&old[p..old.len() - s], &new[p..new.len() - s]);
+    // p + s ≤ both lengths, so the middles exist; indices below stay within them, so the
+    // saturating steps never saturate.
+    let om = old.get(p..old.len().saturating_sub(s)).unwrap_or_default();
+    let nm = new.get(p..new.len().saturating_sub(s)).unwrap_or_default();
     // Match equal messages inside the middle in order (a greedy LCS), rewrite-pair the gaps.
-    let mut i = 0;
-    let mut j = 0;
-    while i < om.len() || j < nm.len() {
-        let next_match =
-            (i < om.len()).then(|| nm[j..].iter().position(|m| *m == om[i]).map(|k| j + k)).flatten();
-        match next_match {
-            Some(k) => {
+    let mut i = 0usize;
+    let mut j = 0usize;
+    loop {
+        let (a, b) = (om.get(i), nm.get(j));
+        if a.is_none() && b.is_none() {
+            break;
+        }
+        let rest = nm.get(j..).unwrap_or_default();
+        let next_match = a.and_then(|a| rest.iter().position(|m| m == a)).map(|k| j.saturating_add(k));
+        match (next_match, a, b) {
+            (Some(k), _, _) => {
                 for (jj, m) in nm.iter().enumerate().take(k).skip(j) {
-                    d.added.push(item(p + jj, m));
+                    d.added.push(item(p.saturating_add(jj), m));
                 }
-                i += 1;
-                j = k + 1;
+                i = i.saturating_add(1);
+                j = k.saturating_add(1);
             }
-            None if i < om.len() => {
-                let a = &om[i];
-                let same_slot = nm.get(j).filter(|b| b.role == a.role && b.tool_call_id == a.tool_call_id);
+            (None, Some(a), b) => {
+                let same_slot = b.filter(|b| b.role == a.role && b.tool_call_id == a.tool_call_id);
+                let later = om.get(i.saturating_add(1)..).unwrap_or_default();
                 // A stub keeps the slot only when nothing later in the old middle equals it.
                 match same_slot {
-                    Some(b) if !om[i + 1..].contains(b) => {
+                    Some(b) if !later.contains(b) => {
                         d.stubbed.push(Stubbed {
-                            index: p + i,
+                            index: p.saturating_add(i),
                             role: a.role.to_string(),
                             before_bytes: message_weight(a),
                             after_bytes: message_weight(b),
                             preview: preview(b, 100),
                         });
-                        j += 1;
+                        j = j.saturating_add(1);
                     }
-                    _ => d.dropped.push(item(p + i, a)),
+                    _ => d.dropped.push(item(p.saturating_add(i), a)),
                 }
-                i += 1;
+                i = i.saturating_add(1);
             }
-            None => {
-                d.added.push(item(p + j, &nm[j]));
-                j += 1;
+            (None, None, Some(b)) => {
+                d.added.push(item(p.saturating_add(j), b));
+                j = j.saturating_add(1);
             }
+            (None, None, None) => break,
         }
     }
     d

@@ -14,7 +14,7 @@
 //! CCR and referenced by the event) whose history change installs the post-compaction state, and
 //! Codex rollbacks `rewind` events to the earlier state they return to.
 
-use crate::{Appended, HistoryChange, Journal, JournalError, NewEvent, SysClock};
+use crate::{Appended, HistoryChange, Journal, JournalError, NewEvent};
 use chrono::{DateTime, Utc};
 use salvage_ccr::Ccr;
 use salvage_types::capture::StopReason;
@@ -72,8 +72,87 @@ impl Journal {
             .and_then(|mut st| {
                 st.query_row(rusqlite::params![event_id, session], |r| r.get::<_, i64>(0)).optional()
             })
-            .map(|v| v.map(crate::u))
-            .map_err(crate::sql("import"))
+            .map_err(crate::error::sql("import"))?
+            .map(|v| crate::error::stored_u64(session, 0, "seq", v))
+            .transpose()
+    }
+
+    /// The session's start event, appending it when the session is new.
+    fn start_imported(
+        &mut self,
+        src: &Source,
+        first_ts: DateTime<Utc>,
+        out: &mut Imported,
+    ) -> Result<u64, JournalError> {
+        let session = src.session.as_str();
+        let start_id = event_id(session, "start");
+        if let Some(seq) = self.seq_of(session, &start_id)? {
+            return Ok(seq);
+        }
+        if self.version(session).is_ok() {
+            return Err(JournalError::Invalid(format!(
+                "session {session}: already exists and was not imported from a session file (choose another --session)"
+            )));
+        }
+        let body = EventBody::SessionStarted {
+            provider: src.provider.clone(),
+            model: src.model.clone(),
+            context_window: None,
+            settings: BTreeMap::new(),
+            cap: None,
+            invalid_settings: Vec::new(),
+        };
+        let a = self.start_session(session, &src.title, NewEvent::new(start_id, first_ts, body))?;
+        out.started = true;
+        Ok(a.seq)
+    }
+
+    /// How many leading steps are journaled already, and the seq of the last of them.
+    fn journaled_prefix(
+        &self,
+        session: &str,
+        steps: &[Step],
+        start_seq: u64,
+    ) -> Result<(usize, u64), JournalError> {
+        let mut last_seq = start_seq;
+        for (k, step) in steps.iter().enumerate() {
+            match self.seq_of(session, &event_id(session, &step.id))? {
+                Some(seq) => last_seq = seq,
+                None => return Ok((k, last_seq)),
+            }
+        }
+        Ok((steps.len(), last_seq))
+    }
+
+    /// Archives the pre-compaction history and builds the compaction event installing `after`.
+    fn compaction_event(
+        &self,
+        src: &Source,
+        id: String,
+        ts: DateTime<Utc>,
+        (trigger, pre_tokens, after): (Option<&str>, Option<u64>, &History),
+        before: &History,
+    ) -> Result<NewEvent, JournalError> {
+        let json = serde_json::to_vec(before).map_err(|e| JournalError::Invalid(e.to_string()))?;
+        let key: CcrKey = Ccr::new(self.conn(), self.clock.as_ref())
+            .put(&json)
+            .map_err(|e| JournalError::Invalid(format!("archiving the pre-compaction history: {e}")))?
+            .key;
+        let body = EventBody::Compaction {
+            trigger: match trigger {
+                Some("manual") => Trigger::Manual,
+                _ => Trigger::Auto,
+            },
+            level: 2,
+            outcome: StepOutcome::Applied,
+            backoff_skip: false,
+            route: None,
+            cost: Cost::default(),
+            by: Some(src.client.clone()),
+            pre_tokens,
+            archived: Some(key.short()),
+        };
+        Ok(NewEvent::new(id, ts, body).with_history(HistoryChange::Set(after.clone())).with_blobs(vec![key]))
     }
 
     /// Journals a session's steps (see the module docs). `now` stamps events whose step has no
@@ -86,115 +165,60 @@ impl Journal {
     ) -> Result<Imported, JournalError> {
         let session = src.session.as_str();
         let mut out = Imported::default();
-        let start_id = event_id(session, "start");
         let first_ts = steps.iter().find_map(|s| parse_ts(s.ts.as_deref())).unwrap_or(now);
-        let start_seq = match self.seq_of(session, &start_id)? {
-            Some(seq) => seq,
-            None => {
-                if self.version(session).is_ok() {
-                    return Err(JournalError::Invalid(format!(
-                        "session {session}: already exists and was not imported from a session file (choose another --session)"
-                    )));
-                }
-                let body = EventBody::SessionStarted {
-                    provider: src.provider.clone(),
-                    model: src.model.clone(),
-                    context_window: None,
-                    settings: BTreeMap::new(),
-                    cap: None,
-                    invalid_settings: Vec::new(),
-                };
-                let a = self.start_session(session, &src.title, NewEvent::new(start_id, first_ts, body))?;
-                out.started = true;
-                a.seq
-            }
-        };
-        // The steps already journaled: the leading run whose ids are stored.
-        let mut last_seq = start_seq;
-        let mut k = 0;
-        while k < steps.len() {
-            match self.seq_of(session, &event_id(session, &steps[k].id))? {
-                Some(seq) => {
-                    last_seq = seq;
-                    k += 1;
-                }
-                None => break,
-            }
-        }
-        out.existing = k as u64;
+        let start_seq = self.start_imported(src, first_ts, &mut out)?;
+        let (k, last_seq) = self.journaled_prefix(session, steps, start_seq)?;
+        let (done, todo) = steps.split_at(k);
+        out.existing = u64::try_from(k).unwrap_or(u64::MAX);
         // The branch the file holds continues `last_seq`; rewind there when the head moved on.
         let head = self.version(session)?;
-        if head != last_seq {
-            let same = self.state_at(session, head)?.history == self.state_at(session, last_seq)?.history;
-            if !same {
-                let id = event_id(session, &format!("rewind:{last_seq}:from:{head}"));
-                let ts = steps.get(k).and_then(|s| parse_ts(s.ts.as_deref())).unwrap_or(now);
-                self.rewind(session, last_seq, "branch", &id, ts)?;
-                out.appended += 1;
-                out.rewound_to = Some(last_seq);
-            }
+        if head != last_seq
+            && self.state_at(session, head)?.history != self.state_at(session, last_seq)?.history
+        {
+            let id = event_id(session, &format!("rewind:{last_seq}:from:{head}"));
+            let ts = todo.first().and_then(|s| parse_ts(s.ts.as_deref())).unwrap_or(now);
+            self.rewind(session, last_seq, "branch", &id, ts)?;
+            out.appended = out.appended.saturating_add(1);
+            out.rewound_to = Some(last_seq);
         }
         // The history at each step, to archive what a compaction replaces.
-        let mut history: History = salvage_types::timeline::fold(&steps[..k]);
-        let mut ts = steps[..k].iter().rev().find_map(|s| parse_ts(s.ts.as_deref())).unwrap_or(first_ts);
+        let mut history: History = salvage_types::timeline::fold(done);
+        let mut ts = done.iter().rev().find_map(|s| parse_ts(s.ts.as_deref())).unwrap_or(first_ts);
         let mut batch: Vec<NewEvent> = Vec::new();
-        // Seqs of the journaled steps, newest last (rollbacks look for an earlier state there).
-        for step in &steps[k..] {
+        for step in todo {
             if let Some(t) = parse_ts(step.ts.as_deref()) {
                 ts = t;
             }
             let id = event_id(session, &step.id);
             match &step.change {
                 Change::Input(msgs) => batch.push(
-                    NewEvent::new(id, ts, EventBody::MessageAppended { count: msgs.len() as u64 })
-                        .with_history(HistoryChange::Append(msgs.clone())),
-                ),
-                Change::Response { messages, stop_reason, output_tokens } => batch.push(
                     NewEvent::new(
                         id,
                         ts,
-                        EventBody::ResponseReceived {
-                            stop_reason: stop_reason
-                                .as_deref()
-                                .and_then(StopReason::parse)
-                                .unwrap_or(StopReason::Unrecorded),
-                            output_tokens: *output_tokens,
-                        },
+                        EventBody::MessageAppended { count: u64::try_from(msgs.len()).unwrap_or(u64::MAX) },
                     )
-                    .with_history(HistoryChange::Append(messages.clone())),
+                    .with_history(HistoryChange::Append(msgs.clone())),
                 ),
-                Change::Compaction { trigger, pre_tokens, history: after, .. } => {
-                    let json =
-                        serde_json::to_vec(&history).map_err(|e| JournalError::Invalid(e.to_string()))?;
-                    let key: CcrKey = Ccr::new(self.conn(), &SysClock)
-                        .put(&json)
-                        .map_err(|e| {
-                            JournalError::Invalid(format!("archiving the pre-compaction history: {e}"))
-                        })?
-                        .key;
-                    out.archived += 1;
-                    let body = EventBody::Compaction {
-                        trigger: match trigger.as_deref() {
-                            Some("manual") => Trigger::Manual,
-                            _ => Trigger::Auto,
-                        },
-                        level: 2,
-                        outcome: StepOutcome::Applied,
-                        backoff_skip: false,
-                        route: None,
-                        cost: Cost::default(),
-                        by: Some(src.client.clone()),
-                        pre_tokens: *pre_tokens,
-                        archived: Some(key.short()),
-                    };
+                Change::Response { messages, stop_reason, output_tokens } => {
+                    let stop_reason =
+                        stop_reason.as_deref().and_then(StopReason::parse).unwrap_or(StopReason::Unrecorded);
+                    let body = EventBody::ResponseReceived { stop_reason, output_tokens: *output_tokens };
                     batch.push(
-                        NewEvent::new(id, ts, body)
-                            .with_history(HistoryChange::Set(after.clone()))
-                            .with_blobs(vec![key]),
+                        NewEvent::new(id, ts, body).with_history(HistoryChange::Append(messages.clone())),
                     );
                 }
+                Change::Compaction { trigger, pre_tokens, history: after, .. } => {
+                    batch.push(self.compaction_event(
+                        src,
+                        id,
+                        ts,
+                        (trigger.as_deref(), *pre_tokens, after),
+                        &history,
+                    )?);
+                    out.archived = out.archived.saturating_add(1);
+                }
                 Change::Rollback { turns, history: after } => {
-                    out.appended += self.flush(session, &mut batch)?;
+                    let flushed = self.flush(session, &mut batch)?;
                     let target = self.earlier_state(session, after)?.ok_or_else(|| {
                         JournalError::Invalid(format!(
                             "session {session}: step {}: the rollback of {turns} turn(s) returns to no earlier state of the session",
@@ -202,12 +226,12 @@ impl Journal {
                         ))
                     })?;
                     self.rewind(session, target, "thread_rolled_back", &id, ts)?;
-                    out.appended += 1;
+                    out.appended = out.appended.saturating_add(flushed).saturating_add(1);
                 }
             }
             step.apply(&mut history);
         }
-        out.appended += self.flush(session, &mut batch)?;
+        out.appended = out.appended.saturating_add(self.flush(session, &mut batch)?);
         out.head = self.version(session)?;
         Ok(out)
     }
@@ -218,15 +242,14 @@ impl Journal {
         }
         let v = self.version(session)?;
         let appended: Vec<Appended> = self.append(session, Some(v), std::mem::take(batch))?;
-        Ok(appended.iter().filter(|a| a.inserted).count() as u64)
+        Ok(u64::try_from(appended.iter().filter(|a| a.inserted).count()).unwrap_or(u64::MAX))
     }
 
     /// The latest event on the head's parent chain whose history is exactly `history`.
     fn earlier_state(&self, session: &str, history: &History) -> Result<Option<u64>, JournalError> {
         let mut want = Vec::with_capacity(history.len());
         for m in history {
-            let json = serde_json::to_vec(m).map_err(|e| JournalError::Invalid(e.to_string()))?;
-            want.push(crate::message_hash(&json));
+            want.push(crate::messages::message_hash(&crate::messages::message_json(m)?));
         }
         let mut cur = Some(self.version(session)?);
         while let Some(seq) = cur {
@@ -234,7 +257,7 @@ impl Journal {
                 return Ok(Some(seq));
             }
             cur = self
-                .events(session, seq - 1, 1)?
+                .events(session, seq.saturating_sub(1), 1)?
                 .into_iter()
                 .next()
                 .filter(|e| e.seq == seq)

@@ -1,7 +1,8 @@
 //! Finding sessions: an id given by unique prefix, by its run stamp, or as `latest`, and the
 //! filters of `journal sessions` (created since, outcome, title).
 
-use crate::{sql, Journal, JournalError, SessionInfo};
+use crate::error::{sql, stored_u64};
+use crate::{Journal, JournalError, SessionInfo};
 use salvage_types::event::EventBody;
 
 /// The word that names the most recently created session.
@@ -118,7 +119,7 @@ impl Journal {
         let mut events = Vec::new();
         for row in rows {
             let (seq, body) = row.map_err(sql("session outcome"))?;
-            let seq = u64::try_from(seq).unwrap_or(0);
+            let seq = stored_u64(session, 0, "seq", seq)?;
             let body: EventBody = serde_json::from_slice(&body).map_err(|e| JournalError::Corrupt {
                 session: session.to_string(),
                 seq,

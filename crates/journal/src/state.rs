@@ -22,6 +22,20 @@ pub struct Delta {
     pub insert: Vec<String>,
 }
 
+impl Delta {
+    /// The hashes it inserts; a malformed one is corruption of event `seq` of `session`.
+    pub fn hashes(&self, session: &str, seq: u64) -> Result<Vec<MsgHash>, JournalError> {
+        self.insert
+            .iter()
+            .map(|h| {
+                unhex(h).ok_or_else(|| {
+                    JournalError::corrupt(session, seq, format!("bad message hash {h:?} in delta"))
+                })
+            })
+            .collect()
+    }
+}
+
 /// The smallest single splice turning `old` into `new` (common prefix and suffix kept); `None`
 /// when they are equal. In-place edits that leave the last message unchanged are caught too.
 pub fn diff(old: &[MsgHash], new: &[MsgHash]) -> Option<Delta> {
@@ -29,9 +43,15 @@ pub fn diff(old: &[MsgHash], new: &[MsgHash]) -> Option<Delta> {
         return None;
     }
     let p = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let max_s = old.len().min(new.len()) - p;
+    // p ≤ both lengths (it counts pairs), and s ≤ the shorter length minus p (it takes that many).
+    let max_s = old.len().min(new.len()).saturating_sub(p);
     let s = old.iter().rev().zip(new.iter().rev()).take(max_s).take_while(|(a, b)| a == b).count();
-    Some(Delta { at: p, remove: old.len() - p - s, insert: new[p..new.len() - s].iter().map(hex).collect() })
+    let inserted = new.get(p..new.len().saturating_sub(s)).unwrap_or_default();
+    Some(Delta {
+        at: p,
+        remove: old.len().saturating_sub(p).saturating_sub(s),
+        insert: inserted.iter().map(hex).collect(),
+    })
 }
 
 /// Lowercase hex of a hash.
@@ -73,7 +93,7 @@ mod hashes {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[MsgHash], s: S) -> Result<S::Ok, S::Error> {
-        let mut flat = String::with_capacity(v.len() * 64);
+        let mut flat = String::with_capacity(v.len().saturating_mul(64));
         for h in v {
             flat.push_str(&super::hex(h));
         }
@@ -82,12 +102,17 @@ mod hashes {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<MsgHash>, D::Error> {
         let flat = String::deserialize(d)?;
-        if flat.len() % 64 != 0 {
+        let bytes = flat.as_bytes();
+        if bytes.len() % 64 != 0 {
             return Err(serde::de::Error::custom("hash list length is not a multiple of 64"));
         }
-        (0..flat.len() / 64)
-            .map(|i| {
-                super::unhex(&flat[i * 64..(i + 1) * 64]).ok_or_else(|| serde::de::Error::custom("bad hash"))
+        bytes
+            .chunks_exact(64)
+            .map(|c| {
+                std::str::from_utf8(c)
+                    .ok()
+                    .and_then(super::unhex)
+                    .ok_or_else(|| serde::de::Error::custom("bad hash"))
             })
             .collect()
     }
@@ -104,21 +129,20 @@ impl State {
         delta: Option<&Delta>,
     ) -> Result<(), JournalError> {
         if let Some(d) = delta {
-            let bad = |why: String| JournalError::Corrupt { session: session.to_string(), seq, problem: why };
-            if d.at > self.history.len() || d.at + d.remove > self.history.len() {
-                return Err(bad(format!(
-                    "history delta at {} removing {} is outside a {}-message history",
-                    d.at,
-                    d.remove,
-                    self.history.len()
-                )));
+            let len = self.history.len();
+            let range = d.at..d.at.saturating_add(d.remove);
+            if range.end > len || d.remove > len.saturating_sub(d.at) {
+                return Err(JournalError::corrupt(
+                    session,
+                    seq,
+                    format!(
+                        "history delta at {} removing {} is outside a {len}-message history",
+                        d.at, d.remove
+                    ),
+                ));
             }
-            let insert: Vec<MsgHash> = d
-                .insert
-                .iter()
-                .map(|h| unhex(h).ok_or_else(|| bad(format!("bad message hash {h:?} in delta"))))
-                .collect::<Result<_, _>>()?;
-            self.history.splice(d.at..d.at + d.remove, insert);
+            let insert = d.hashes(session, seq)?;
+            self.history.splice(range, insert);
             if d.remove > 0 {
                 if let Some(p) = parent {
                     self.undo.push(p);
@@ -130,15 +154,18 @@ impl State {
             EventBody::CapLearned { cap, .. } => self.cap = Some(*cap),
             EventBody::NoticeInjected {} => self.notice_injected = true,
             EventBody::Compaction { outcome, level, cost, .. } => {
+                // Counters saturate: 2^64 compactions cannot happen, and a fold never panics.
                 if *outcome == StepOutcome::Applied {
-                    self.compactions += 1;
+                    self.compactions = self.compactions.saturating_add(1);
                     if *level >= 3 {
-                        self.level3 += 1;
+                        self.level3 = self.level3.saturating_add(1);
                     }
                 }
                 self.summarizer.add(cost);
             }
-            EventBody::ContextEdit { cleared_tool_uses, .. } => self.context_edits += cleared_tool_uses,
+            EventBody::ContextEdit { cleared_tool_uses, .. } => {
+                self.context_edits = self.context_edits.saturating_add(*cleared_tool_uses)
+            }
             EventBody::Checkpoint { name } => self.checkpoints.push((name.clone(), seq)),
             EventBody::MessageAppended { .. }
             | EventBody::RequestSent { .. }

@@ -1,0 +1,526 @@
+//! Appending: the one transaction that stores a batch of events (their messages, the hash chain,
+//! CCR references and snapshots), starting sessions, rewinds, undo and redaction.
+
+use crate::error::{i, sql, stored_hash, stored_u64, JournalError};
+use crate::event::{rfc3339, Appended, HistoryChange, NewEvent, Parent};
+use crate::hash_chain;
+use crate::messages::{store_message, CCR_OWNER};
+use crate::open::Journal;
+use crate::restore::{event_depth, fold, snapshot_interval};
+use crate::state::{diff, hex, Delta, MsgHash, State, REDUCER_VERSION};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use salvage_ccr::{Ccr, Clock};
+use salvage_types::event::EventBody;
+use salvage_types::Message;
+
+/// What an append transaction does before its events.
+enum Begin<'a> {
+    /// Nothing: the session exists.
+    Existing,
+    /// Creates the session row (its first event follows in the same transaction).
+    NewSession {
+        /// The title.
+        title: &'a str,
+        /// RFC 3339 creation time.
+        created: &'a str,
+        /// The capture it replays.
+        capture: Option<&'a str>,
+    },
+    /// Replaces stored message contents (the redaction event follows in the same transaction).
+    Redact(&'a [(MsgHash, Message)]),
+}
+
+/// `v + 1` for a sequence number or depth; 2^64 events cannot happen, but a corrupt stored value
+/// near the limit is an error rather than a wrap.
+fn next(session: &str, v: u64) -> Result<u64, JournalError> {
+    v.checked_add(1).ok_or_else(|| JournalError::corrupt(session, v, "no sequence number follows this one"))
+}
+
+/// The session's head: its latest seq and chain hash.
+fn session_head(tx: &Connection, session: &str) -> Result<(u64, [u8; 32]), JournalError> {
+    let (seq, hash): (i64, Vec<u8>) = tx
+        .prepare_cached("SELECT head_seq, head_hash FROM sessions WHERE id = ?1")
+        .and_then(|mut st| st.query_row([session], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(sql("append"))?
+        .ok_or_else(|| JournalError::NoSession(session.to_string()))?;
+    let seq = stored_u64(session, 0, "the session's head_seq", seq)?;
+    Ok((seq, stored_hash(session, seq, "the session's head_hash", &hash)?))
+}
+
+/// Runs what `begin` asks before the events, inside the transaction.
+fn begin(
+    tx: &Connection,
+    clock: &dyn Clock,
+    session: &str,
+    begin: Begin<'_>,
+    first: &NewEvent,
+) -> Result<(), JournalError> {
+    match begin {
+        Begin::Existing => Ok(()),
+        Begin::NewSession { title, created, capture } => tx
+            .execute(
+                "INSERT INTO sessions (id, title, created_at, head_seq, head_hash, capture_id) VALUES (?1, ?2, ?3, 0, ?4, ?5)",
+                params![session, title, created, &[0u8; 32][..], capture],
+            )
+            .map(|_| ())
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
+                    JournalError::SessionExists(session.to_string())
+                }
+                other => JournalError::Sql { op: "start session", source: other },
+            }),
+        Begin::Redact(redactions) => {
+            let seq = next(session, session_head(tx, session)?.0)?;
+            let at = rfc3339(&first.ts);
+            for (hash, replacement) in redactions {
+                redact_message(tx, clock, session, seq, &at, hash, replacement)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The state an event continues, its parent and its depth. `cur` is the state after the
+/// previous event of the batch (taken when the event continues it).
+fn parent_state(
+    tx: &Connection,
+    session: &str,
+    seq: u64,
+    parent: Parent,
+    cur: &mut (u64, State, Option<u64>),
+) -> Result<(Option<u64>, State, u64), JournalError> {
+    match parent {
+        Parent::Head if cur.0 == 0 => Ok((None, std::mem::take(&mut cur.1), 0)),
+        Parent::Head => {
+            let depth = match cur.2 {
+                Some(d) => d,
+                None => event_depth(tx, session, cur.0)?,
+            };
+            Ok((Some(cur.0), std::mem::take(&mut cur.1), next(session, depth)?))
+        }
+        Parent::Seq(p) => {
+            if p == 0 || p >= seq {
+                return Err(JournalError::Invalid(format!(
+                    "session {session}: parent {p} is not an earlier event"
+                )));
+            }
+            let cached = (cur.0, std::mem::take(&mut cur.1));
+            let st = fold(tx, session, p, Some(&cached))?;
+            cur.1 = cached.1;
+            Ok((Some(p), st, next(session, event_depth(tx, session, p)?)?))
+        }
+    }
+}
+
+/// Stores an event's new messages and returns its history splice against `state`.
+fn store_history(
+    tx: &Connection,
+    clock: &dyn Clock,
+    state: &State,
+    h: &HistoryChange,
+) -> Result<Option<Delta>, JournalError> {
+    match h {
+        HistoryChange::None => Ok(None),
+        HistoryChange::Append(msgs) if msgs.is_empty() => Ok(None),
+        HistoryChange::Append(msgs) => {
+            let insert = msgs
+                .iter()
+                .map(|m| store_message(tx, clock, m).map(|h| hex(&h)))
+                .collect::<Result<_, _>>()?;
+            Ok(Some(Delta { at: state.history.len(), remove: 0, insert }))
+        }
+        HistoryChange::Set(msgs) => {
+            let hashes: Vec<MsgHash> =
+                msgs.iter().map(|m| store_message(tx, clock, m)).collect::<Result<_, _>>()?;
+            Ok(diff(&state.history, &hashes))
+        }
+    }
+}
+
+/// Inserts the event row.
+fn insert_event(
+    tx: &Connection,
+    row: &hash_chain::Row<'_>,
+    prev: &[u8; 32],
+    hash: &[u8; 32],
+) -> Result<(), JournalError> {
+    tx.prepare_cached(
+        "INSERT INTO events (session_id, seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            row.session,
+            i(row.seq),
+            row.event_id,
+            row.parent.map(i),
+            i(row.depth),
+            row.kind,
+            row.kind_version,
+            row.ts,
+            row.body,
+            row.delta,
+            &prev[..],
+            &hash[..]
+        ])
+    })
+    .map(|_| ())
+    .map_err(|x| match x {
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
+            JournalError::IdReused(row.event_id.to_string())
+        }
+        other => JournalError::Sql { op: "append", source: other },
+    })
+}
+
+/// Archives the event's originals and records every blob it references.
+fn link_blobs(
+    tx: &Connection,
+    clock: &dyn Clock,
+    session: &str,
+    seq: u64,
+    e: &NewEvent,
+) -> Result<(), JournalError> {
+    let ccr = Ccr::new(tx, clock);
+    let ccr_err = |x: salvage_ccr::CcrError| JournalError::Invalid(x.to_string());
+    let mut keys = e.blobs.clone();
+    for bytes in &e.archive {
+        let k = ccr.put(bytes).map_err(ccr_err)?.key;
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for k in &keys {
+        if !ccr.contains(k).map_err(ccr_err)? {
+            return Err(JournalError::MissingBlob(k.hex()));
+        }
+        ccr.reference(k, CCR_OWNER).map_err(ccr_err)?;
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO event_blobs (session_id, seq, blob_key) VALUES (?1, ?2, ?3)",
+        )
+        .and_then(|mut st| st.execute(params![session, i(seq), &k.0[..]]))
+        .map_err(sql("append"))?;
+    }
+    Ok(())
+}
+
+/// Writes a snapshot of `state` when `depth` is on the snapshot interval.
+fn maybe_snapshot(
+    tx: &Connection,
+    session: &str,
+    seq: u64,
+    depth: u64,
+    state: &State,
+) -> Result<(), JournalError> {
+    if depth == 0 || depth.checked_rem(snapshot_interval(state.history.len())) != Some(0) {
+        return Ok(());
+    }
+    let blob = serde_json::to_vec(state).map_err(|x| JournalError::Invalid(x.to_string()))?;
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO snapshots (session_id, seq, reducer_version, state) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .and_then(|mut st| st.execute(params![session, i(seq), REDUCER_VERSION, blob]))
+    .map_err(sql("snapshot"))?;
+    Ok(())
+}
+
+/// Where a batch stands: the chain head and the state after the latest event.
+struct Cursor {
+    seq: u64,
+    prev_hash: [u8; 32],
+    /// (seq, state after it, its depth when known).
+    state: (u64, State, Option<u64>),
+}
+
+/// Appends one event at `cursor.seq + 1`.
+fn append_one(
+    tx: &Connection,
+    clock: &dyn Clock,
+    session: &str,
+    cursor: &mut Cursor,
+    e: &NewEvent,
+) -> Result<Appended, JournalError> {
+    let seq = next(session, cursor.seq)?;
+    let (parent, mut state, depth) = parent_state(tx, session, seq, e.parent, &mut cursor.state)?;
+    let delta = store_history(tx, clock, &state, &e.history)?;
+    let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
+    let delta_bytes = delta
+        .as_ref()
+        .map(serde_json::to_vec)
+        .transpose()
+        .map_err(|x| JournalError::Invalid(x.to_string()))?;
+    let ts = rfc3339(&e.ts);
+    let row = hash_chain::Row {
+        session,
+        seq,
+        event_id: &e.event_id,
+        parent,
+        depth,
+        kind: e.body.kind(),
+        kind_version: e.body.kind_version(),
+        ts: &ts,
+        body: &body,
+        delta: delta_bytes.as_deref(),
+    };
+    let hash = hash_chain::link(&cursor.prev_hash, &row);
+    insert_event(tx, &row, &cursor.prev_hash, &hash)?;
+    link_blobs(tx, clock, session, seq, e)?;
+    state.apply(session, seq, parent, &e.body, delta.as_ref())?;
+    maybe_snapshot(tx, session, seq, depth, &state)?;
+    *cursor = Cursor { seq, prev_hash: hash, state: (seq, state, Some(depth)) };
+    Ok(Appended { seq, hash, inserted: true })
+}
+
+impl Journal {
+    /// Starts a session with its first event (`session_started`).
+    pub fn start_session(
+        &mut self,
+        id: &str,
+        title: &str,
+        first: NewEvent,
+    ) -> Result<Appended, JournalError> {
+        self.start_session_from(id, title, None, first)
+    }
+
+    /// [`Journal::start_session`], recording the capture the session replays.
+    pub fn start_session_from(
+        &mut self,
+        id: &str,
+        title: &str,
+        capture: Option<&str>,
+        first: NewEvent,
+    ) -> Result<Appended, JournalError> {
+        let exists = self
+            .conn()
+            .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")
+            .and_then(|mut st| st.exists([id]))
+            .map_err(sql("start session"))?;
+        if exists {
+            // A retried start with the same first event id is the original.
+            let same: Option<(i64, Vec<u8>)> = self
+                .conn()
+                .prepare_cached("SELECT seq, hash FROM events WHERE event_id = ?1 AND session_id = ?2")
+                .and_then(|mut st| {
+                    st.query_row(params![first.event_id, id], |r| Ok((r.get(0)?, r.get(1)?))).optional()
+                })
+                .map_err(sql("start session"))?;
+            let (seq, hash) = same.ok_or_else(|| JournalError::SessionExists(id.to_string()))?;
+            let seq = stored_u64(id, 0, "seq", seq)?;
+            return Ok(Appended { seq, hash: stored_hash(id, seq, "hash", &hash)?, inserted: false });
+        }
+        // The session row and its first event commit together: a kill or a full disk between
+        // them would leave a session that cannot be restored.
+        let created = rfc3339(&first.ts);
+        let mut appended = self.append_tx(
+            id,
+            Some(0),
+            vec![first],
+            Begin::NewSession { title, created: &created, capture },
+        )?;
+        appended.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
+    }
+
+    /// Appends events in one transaction. With `expected`, the session must be at that version,
+    /// else [`JournalError::Conflict`]. A retried batch (same event ids) returns the originals.
+    pub fn append(
+        &mut self,
+        session: &str,
+        expected: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Appended>, JournalError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Idempotent retry: the first id already stored means the whole batch was.
+        if let Some(found) = self.find_event_ids(session, &events)? {
+            return Ok(found);
+        }
+        self.append_tx(session, expected, events, Begin::Existing)
+    }
+
+    /// The stored events of a retried batch, or `None` when its first id is new.
+    fn find_event_ids(
+        &self,
+        session: &str,
+        events: &[NewEvent],
+    ) -> Result<Option<Vec<Appended>>, JournalError> {
+        let Some(first) = events.first() else { return Ok(None) };
+        let mut st = self
+            .conn()
+            .prepare_cached("SELECT session_id, seq, hash, ts, body FROM events WHERE event_id = ?1")
+            .map_err(sql("append"))?;
+        type Found = (String, i64, Vec<u8>, String, Vec<u8>);
+        let mut find = |id: &str| -> Result<Option<Found>, JournalError> {
+            st.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+                .optional()
+                .map_err(sql("append"))
+        };
+        let Some((s, ..)) = find(&first.event_id)? else { return Ok(None) };
+        if s != session {
+            return Err(JournalError::IdReused(first.event_id.clone()));
+        }
+        let mut out = Vec::new();
+        for e in events {
+            // A retry is the same event: same time and the same body. Anything else reusing the
+            // id is refused instead of silently answered with the original.
+            let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
+            match find(&e.event_id)? {
+                Some((s, seq, hash, ts, stored))
+                    if s == session && ts == rfc3339(&e.ts) && stored == body =>
+                {
+                    let seq = stored_u64(session, 0, "seq", seq)?;
+                    out.push(Appended {
+                        seq,
+                        hash: stored_hash(session, seq, "hash", &hash)?,
+                        inserted: false,
+                    })
+                }
+                _ => return Err(JournalError::IdReused(e.event_id.clone())),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// The append transaction: `begin`, the version check, each event, the new head. The head
+    /// cache is taken for the transaction and put back only when it commits.
+    fn append_tx(
+        &mut self,
+        session: &str,
+        expected: Option<u64>,
+        events: Vec<NewEvent>,
+        what: Begin<'_>,
+    ) -> Result<Vec<Appended>, JournalError> {
+        let cached = self.head.remove(session);
+        let clock = self.clock.clone();
+        let tx = self
+            .store
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("append"))?;
+        let first = events.first().ok_or_else(|| JournalError::Invalid("no event to append".into()))?;
+        begin(&tx, clock.as_ref(), session, what, first)?;
+        let (head_seq, head_hash) = session_head(&tx, session)?;
+        if let Some(exp) = expected.filter(|e| *e != head_seq) {
+            return Err(JournalError::Conflict {
+                session: session.to_string(),
+                expected: exp,
+                actual: head_seq,
+            });
+        }
+        let state = match cached {
+            Some((s, st)) if s == head_seq => st,
+            _ if head_seq == 0 => State::default(),
+            _ => fold(&tx, session, head_seq, None)?,
+        };
+        let mut cursor = Cursor { seq: head_seq, prev_hash: head_hash, state: (head_seq, state, None) };
+        let mut appended = Vec::with_capacity(events.len());
+        for e in &events {
+            appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e)?);
+        }
+        tx.prepare_cached("UPDATE sessions SET head_seq = ?1, head_hash = ?2 WHERE id = ?3")
+            .and_then(|mut st| st.execute(params![i(cursor.seq), &cursor.prev_hash[..], session]))
+            .map_err(sql("append"))?;
+        tx.commit().map_err(sql("append"))?;
+        let (seq, state, _) = cursor.state;
+        self.head.insert(session.to_string(), (seq, state));
+        Ok(appended)
+    }
+
+    /// Appends a rewind to `target`: the new state is the target's; nothing is deleted.
+    pub fn rewind(
+        &mut self,
+        session: &str,
+        target: u64,
+        reason: &str,
+        event_id: &str,
+        ts: DateTime<Utc>,
+    ) -> Result<Appended, JournalError> {
+        let v = self.version(session)?;
+        if target == 0 || target > v {
+            return Err(JournalError::NoEvent { session: session.to_string(), seq: target });
+        }
+        let mut e = NewEvent::new(event_id, ts, EventBody::Rewind { target, reason: reason.to_string() });
+        e.parent = Parent::Seq(target);
+        let mut out = self.append(session, Some(v), vec![e])?;
+        out.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
+    }
+
+    /// Undoes the latest history rewrite (a rewind to the state before it), if any.
+    pub fn undo(
+        &mut self,
+        session: &str,
+        event_id: &str,
+        ts: DateTime<Utc>,
+    ) -> Result<Option<Appended>, JournalError> {
+        let v = self.version(session)?;
+        let st = self.state_at(session, v)?;
+        match st.undo.last() {
+            Some(&target) => self.rewind(session, target, "undo", event_id, ts).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Replaces the stored content of messages this session holds (secrets that reached the
+    /// journal) and appends `event` (a redaction) in the same transaction. The message hashes stay,
+    /// so every history state that lists them restores the replacement and the hash chain, which
+    /// covers events and not message bodies, still verifies; `verify` accepts a body that differs
+    /// from its hash only for a message recorded as redacted.
+    pub fn redact_messages(
+        &mut self,
+        session: &str,
+        redactions: &[(MsgHash, Message)],
+        event: NewEvent,
+    ) -> Result<Appended, JournalError> {
+        let v = self.version(session)?;
+        let mut out = self.append_tx(session, Some(v), vec![event], Begin::Redact(redactions))?;
+        out.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
+    }
+}
+
+/// Replaces one stored message's content with `replacement`, keeping its hash (the history states
+/// that list it then restore the replacement), and records it in `message_redactions`. A message
+/// archived in CCR has its blob cleared too. `secure_delete` zeroes the old bytes in the file.
+fn redact_message(
+    tx: &Connection,
+    clock: &dyn Clock,
+    session: &str,
+    seq: u64,
+    at: &str,
+    hash: &MsgHash,
+    replacement: &Message,
+) -> Result<(), JournalError> {
+    let h = hex(hash);
+    // Only a message this session's history holds (a delta inserted it).
+    let pattern = format!("%\"{h}\"%");
+    let referenced = tx
+        .prepare_cached("SELECT 1 FROM events WHERE session_id = ?1 AND CAST(delta AS TEXT) LIKE ?2 LIMIT 1")
+        .and_then(|mut st| st.exists(params![session, pattern]))
+        .map_err(sql("redact"))?;
+    if !referenced {
+        return Err(JournalError::Invalid(format!("session {session}: no event holds message {h}")));
+    }
+    let key: Option<Option<Vec<u8>>> = tx
+        .query_row("SELECT ccr_key FROM messages WHERE hash = ?1", [&hash[..]], |r| r.get(0))
+        .optional()
+        .map_err(sql("redact"))?;
+    let Some(key) = key else {
+        return Err(JournalError::Invalid(format!("message {h}: not stored")));
+    };
+    if let Some(k) = key {
+        let k = stored_hash(session, seq, "messages.ccr_key", &k)?;
+        match Ccr::new(tx, clock).redact(&hex(&k)) {
+            Ok(_) | Err(salvage_ccr::CcrError::NotFound { .. }) => {}
+            Err(e) => return Err(JournalError::Invalid(e.to_string())),
+        }
+    }
+    let json = serde_json::to_vec(replacement).map_err(|e| JournalError::Invalid(e.to_string()))?;
+    tx.execute("UPDATE messages SET body = ?1, ccr_key = NULL WHERE hash = ?2", params![json, &hash[..]])
+        .map_err(sql("redact"))?;
+    tx.execute(
+        "INSERT OR REPLACE INTO message_redactions (hash, session_id, seq, redacted_at) VALUES (?1, ?2, ?3, ?4)",
+        params![&hash[..], session, i(seq), at],
+    )
+    .map_err(sql("redact"))?;
+    Ok(())
+}

@@ -1,0 +1,179 @@
+//! Restoring: a session's state at any event, folded along its parent chain from the nearest
+//! snapshot, the exact history decoded, and the events read back in order.
+
+use crate::error::{i, sql, stored_u64, JournalError};
+use crate::event::{decode, event_from_row, StoredEvent, EVENT_COLUMNS};
+use crate::messages::load_messages;
+use crate::open::Journal;
+use crate::state::{Delta, MsgHash, State, REDUCER_VERSION};
+use rusqlite::{params, Connection, OptionalExtension};
+use salvage_types::event::EventBody;
+use salvage_types::Message;
+
+/// A snapshot of the state is written every this many events along a parent chain.
+pub const SNAPSHOT_EVERY: u64 = 64;
+
+/// The snapshot interval for a history of `len` messages: at least [`SNAPSHOT_EVERY`], growing
+/// with the history (a power of two, so every multiple of a larger interval is one of a smaller
+/// one) so that writing snapshots costs O(1) per event amortized while a restore folds at most
+/// that many small deltas.
+pub fn snapshot_interval(len: usize) -> u64 {
+    let len = u64::try_from(len).unwrap_or(u64::MAX);
+    (len / 16).max(SNAPSHOT_EVERY).checked_next_power_of_two().unwrap_or(1 << 63)
+}
+
+/// The restored state at one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// The event.
+    pub seq: u64,
+    /// The exact history.
+    pub history: Vec<Message>,
+    /// Everything else.
+    pub state: State,
+}
+
+/// The parent-chain depth of an event.
+pub(crate) fn event_depth(conn: &Connection, session: &str, seq: u64) -> Result<u64, JournalError> {
+    let depth = conn
+        .prepare_cached("SELECT depth FROM events WHERE session_id = ?1 AND seq = ?2")
+        .and_then(|mut st| st.query_row(params![session, i(seq)], |r| r.get::<_, i64>(0)).optional())
+        .map_err(sql("read event"))?
+        .ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq })?;
+    stored_u64(session, seq, "depth", depth)
+}
+
+/// An event of the chain a fold applies: seq, parent, body, delta.
+type Link = (u64, Option<u64>, EventBody, Option<Delta>);
+
+/// A snapshot of the state after `seq`, if one of this reducer version is stored and decodes
+/// (snapshots are disposable: one that does not decode is folded past).
+fn snapshot(conn: &Connection, session: &str, seq: u64) -> Result<Option<State>, JournalError> {
+    let bytes: Option<Vec<u8>> = conn
+        .prepare_cached(
+            "SELECT state FROM snapshots WHERE session_id = ?1 AND seq = ?2 AND reducer_version = ?3",
+        )
+        .and_then(|mut st| st.query_row(params![session, i(seq), REDUCER_VERSION], |r| r.get(0)).optional())
+        .map_err(sql("restore"))?;
+    Ok(bytes.and_then(|b| serde_json::from_slice::<State>(&b).ok()))
+}
+
+/// One event of a fold's chain, its parent checked to be earlier.
+fn link(conn: &Connection, session: &str, seq: u64) -> Result<Link, JournalError> {
+    type EventRow = (Option<i64>, Vec<u8>, Option<Vec<u8>>);
+    let row: Option<EventRow> = conn
+        .prepare_cached("SELECT parent, body, delta FROM events WHERE session_id = ?1 AND seq = ?2")
+        .and_then(|mut st| {
+            st.query_row(params![session, i(seq)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()
+        })
+        .map_err(sql("restore"))?;
+    let (parent, body, delta) =
+        row.ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq })?;
+    let parent = parent.map(|p| stored_u64(session, seq, "parent", p)).transpose()?;
+    if parent.is_some_and(|p| p >= seq) {
+        return Err(JournalError::corrupt(session, seq, "parent is not an earlier event"));
+    }
+    let (body, delta) = decode(session, seq, &body, delta.as_deref())?;
+    Ok((seq, parent, body, delta))
+}
+
+/// Folds the state after `seq`: walks the parent chain back to a snapshot, the root, or `cached`.
+pub(crate) fn fold(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    cached: Option<&(u64, State)>,
+) -> Result<State, JournalError> {
+    let mut chain: Vec<Link> = Vec::new();
+    let mut cur = Some(seq);
+    let mut base = State::default();
+    while let Some(s) = cur {
+        if let Some((_, st)) = cached.filter(|(cs, _)| *cs == s) {
+            base = st.clone();
+            break;
+        }
+        if let Some(st) = snapshot(conn, session, s)? {
+            base = st;
+            break;
+        }
+        let l = link(conn, session, s)?;
+        cur = l.1;
+        chain.push(l);
+    }
+    for (s, parent, body, delta) in chain.into_iter().rev() {
+        base.apply(session, s, parent, &body, delta.as_ref())?;
+    }
+    Ok(base)
+}
+
+impl Journal {
+    /// Events of a session in order, from `after` (exclusive), at most `limit`.
+    pub fn events(&self, session: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, JournalError> {
+        self.version(session)?;
+        let mut st = self
+            .conn()
+            .prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+            ))
+            .map_err(sql("read events"))?;
+        let mut rows = st
+            .query(params![session, i(after), i64::try_from(limit).unwrap_or(i64::MAX)])
+            .map_err(sql("read events"))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(sql("read events"))? {
+            out.push(event_from_row(session, r)?);
+        }
+        Ok(out)
+    }
+
+    /// The state after event `seq` (folded along its parent chain from the nearest snapshot).
+    pub fn state_at(&self, session: &str, seq: u64) -> Result<State, JournalError> {
+        match self.head.get(session).filter(|(s, _)| *s == seq) {
+            Some((_, st)) => Ok(st.clone()),
+            None => fold(self.conn(), session, seq, None),
+        }
+    }
+
+    /// The exact state, history included, after event `seq`.
+    pub fn view_at(&self, session: &str, seq: u64) -> Result<View, JournalError> {
+        let state = self.state_at(session, seq)?;
+        let history = load_messages(self.conn(), session, seq, &state.history)?;
+        Ok(View { seq, history, state })
+    }
+
+    /// The state after the latest event.
+    pub fn head(&self, session: &str) -> Result<View, JournalError> {
+        let v = self.version(session)?;
+        self.view_at(session, v)
+    }
+
+    /// The message hashes of a session's history at an event, in order (repeats kept).
+    pub fn history_hashes(&self, session: &str, seq: u64) -> Result<Vec<MsgHash>, JournalError> {
+        Ok(self.state_at(session, seq)?.history)
+    }
+
+    /// The message hashes an event inserted into the history.
+    pub fn inserted_hashes(&self, session: &str, seq: u64) -> Result<Vec<MsgHash>, JournalError> {
+        let e = self
+            .events(session, seq.saturating_sub(1), 1)?
+            .into_iter()
+            .find(|e| e.seq == seq)
+            .ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq })?;
+        e.delta.map(|d| d.hashes(session, seq)).transpose().map(Option::unwrap_or_default)
+    }
+
+    /// Every message hash any event of the session inserted, in first-seen order.
+    pub fn history_hashes_all(&self, session: &str) -> Result<Vec<MsgHash>, JournalError> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        self.for_each_event(session, |e| {
+            for h in e.delta.as_ref().map(|d| d.hashes(session, e.seq)).transpose()?.unwrap_or_default() {
+                if seen.insert(h) {
+                    out.push(h);
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,325 @@
+//! Verification: each session's hash chain, gapless sequence, parent links and depths, bodies,
+//! history deltas (every message present and matching its hash) and CCR references, after
+//! SQLite's own structural check. It reports the first bad event of each bad session and
+//! writes nothing.
+
+use crate::error::{i, sql, stored_hash, stored_u32, stored_u64, JournalError};
+use crate::hash_chain::{self, Row};
+use crate::messages::is_redacted;
+use crate::open::Journal;
+use crate::state::{unhex, Delta, MsgHash};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashSet;
+
+/// The first problem `verify` found.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BadEvent {
+    /// The session.
+    pub session: String,
+    /// The event (0 for a session-level problem).
+    pub seq: u64,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// What `verify` checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct VerifyReport {
+    /// Sessions checked.
+    pub sessions: u64,
+    /// Events checked.
+    pub events: u64,
+    /// The first bad event per bad session.
+    pub bad: Vec<BadEvent>,
+}
+
+/// One stored event row as `verify` reads it.
+struct Record {
+    seq: u64,
+    event_id: String,
+    parent: Option<u64>,
+    depth: u64,
+    kind: String,
+    kind_version: u32,
+    ts: String,
+    body: Vec<u8>,
+    delta: Option<Vec<u8>>,
+    prev_hash: Vec<u8>,
+    hash: Vec<u8>,
+}
+
+const RECORD_COLUMNS: &str =
+    "seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash";
+
+/// Reads a row; `at` names the event expected there (for a row whose own seq is corrupt).
+fn record(session: &str, at: u64, r: &rusqlite::Row<'_>) -> Result<Record, JournalError> {
+    let g = |e| JournalError::Sql { op: "verify", source: e };
+    let seq = stored_u64(session, at, "seq", r.get(0).map_err(g)?)?;
+    let parent: Option<i64> = r.get(2).map_err(g)?;
+    Ok(Record {
+        seq,
+        event_id: r.get(1).map_err(g)?,
+        parent: parent.map(|p| stored_u64(session, seq, "parent", p)).transpose()?,
+        depth: stored_u64(session, seq, "depth", r.get(3).map_err(g)?)?,
+        kind: r.get(4).map_err(g)?,
+        kind_version: stored_u32(session, seq, "kind_version", r.get(5).map_err(g)?)?,
+        ts: r.get(6).map_err(g)?,
+        body: r.get(7).map_err(g)?,
+        delta: r.get(8).map_err(g)?,
+        prev_hash: r.get(9).map_err(g)?,
+        hash: r.get(10).map_err(g)?,
+    })
+}
+
+/// A problem at an event.
+type Problem = (u64, String);
+
+/// The walk over one session's events in order.
+struct Walk<'c> {
+    conn: &'c Connection,
+    session: &'c str,
+    prev: [u8; 32],
+    /// Depth and history length after each event so far (index = seq - 1).
+    depths: Vec<u64>,
+    lens: Vec<usize>,
+    checked_msgs: HashSet<MsgHash>,
+}
+
+impl Walk<'_> {
+    fn expected_seq(&self) -> u64 {
+        u64::try_from(self.depths.len()).unwrap_or(u64::MAX).saturating_add(1)
+    }
+
+    /// Depth and history length after an earlier event.
+    fn after(&self, seq: u64) -> Option<(u64, usize)> {
+        let k = usize::try_from(seq.checked_sub(1)?).ok()?;
+        Some((*self.depths.get(k)?, *self.lens.get(k)?))
+    }
+
+    /// Checks one event; `Ok(Some(problem))` when it is bad.
+    fn check(&mut self, r: &Record) -> Result<Option<Problem>, JournalError> {
+        let seq = r.seq;
+        let expected = self.expected_seq();
+        if seq != expected {
+            return Ok(Some((
+                expected,
+                format!("event {expected} is missing (found {seq} next): the sequence has a gap"),
+            )));
+        }
+        if r.prev_hash != self.prev {
+            let why = "link to the previous event does not match (an event was removed, reordered or edited)";
+            return Ok(Some((seq, why.into())));
+        }
+        let row = Row {
+            session: self.session,
+            seq,
+            event_id: &r.event_id,
+            parent: r.parent,
+            depth: r.depth,
+            kind: &r.kind,
+            kind_version: r.kind_version,
+            ts: &r.ts,
+            body: &r.body,
+            delta: r.delta.as_deref(),
+        };
+        if hash_chain::link(&self.prev, &row)[..] != r.hash[..] {
+            return Ok(Some((seq, "hash does not match the stored bytes (the event was edited)".into())));
+        }
+        // Parent link: an earlier event, and the depth follows from it.
+        let (want_depth, parent_len) = match r.parent {
+            None => (0, 0),
+            Some(p) => match self.after(p).filter(|_| p < seq) {
+                Some((d, len)) => (d.saturating_add(1), len),
+                None => return Ok(Some((seq, format!("parent {p} is not an earlier event")))),
+            },
+        };
+        if r.depth != want_depth {
+            return Ok(Some((
+                seq,
+                format!("depth {} does not follow from parent (expected {want_depth})", r.depth),
+            )));
+        }
+        match serde_json::from_slice::<salvage_types::event::EventBody>(&r.body) {
+            Ok(b) if b.kind() == r.kind => {}
+            Ok(b) => {
+                return Ok(Some((
+                    seq,
+                    format!("kind column {:?} disagrees with the body ({})", r.kind, b.kind()),
+                )))
+            }
+            Err(e) => return Ok(Some((seq, format!("body does not decode: {e}")))),
+        }
+        let len = match self.check_delta(r.delta.as_deref(), parent_len)? {
+            Ok(len) => len,
+            Err(problem) => return Ok(Some((seq, problem))),
+        };
+        if let Some(problem) = self.check_blobs(seq)? {
+            return Ok(Some((seq, problem)));
+        }
+        self.depths.push(r.depth);
+        self.lens.push(len);
+        self.prev = stored_hash(self.session, seq, "hash", &r.hash)?;
+        Ok(None)
+    }
+
+    /// The history delta: well-formed, within bounds, every message present and matching its
+    /// hash. Returns the history length after it, or the problem.
+    fn check_delta(
+        &mut self,
+        delta: Option<&[u8]>,
+        parent_len: usize,
+    ) -> Result<Result<usize, String>, JournalError> {
+        let Some(d) = delta else { return Ok(Ok(parent_len)) };
+        let d: Delta = match serde_json::from_slice(d) {
+            Ok(d) => d,
+            Err(e) => return Ok(Err(format!("history delta does not decode: {e}"))),
+        };
+        let Some(kept) =
+            d.at.checked_add(d.remove)
+                .filter(|end| *end <= parent_len)
+                .map(|_| parent_len.saturating_sub(d.remove))
+        else {
+            return Ok(Err("history delta is outside the parent's history".into()));
+        };
+        for h in &d.insert {
+            let Some(hash) = unhex(h) else { return Ok(Err(format!("bad message hash {h:?}"))) };
+            if self.checked_msgs.insert(hash) {
+                if let Some(problem) = self.check_message(h, &hash)? {
+                    return Ok(Err(problem));
+                }
+            }
+        }
+        Ok(Ok(kept.saturating_add(d.insert.len())))
+    }
+
+    fn check_message(&self, h: &str, hash: &MsgHash) -> Result<Option<String>, JournalError> {
+        type StoredMessage = (Option<Vec<u8>>, Option<Vec<u8>>);
+        let row: Option<StoredMessage> = self
+            .conn
+            .prepare_cached("SELECT body, ccr_key FROM messages WHERE hash = ?1")
+            .and_then(|mut st| st.query_row([&hash[..]], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+            .map_err(sql("verify"))?;
+        Ok(match row {
+            Some((Some(b), _)) if blake3::hash(&b).as_bytes() == hash => None,
+            Some((Some(_), _)) if is_redacted(self.conn, hash)? => None,
+            Some((Some(_), _)) => Some(format!("message {h} does not match its hash")),
+            Some((None, Some(k))) => {
+                let exists = self
+                    .conn
+                    .prepare_cached("SELECT 1 FROM ccr_blobs WHERE key = ?1")
+                    .and_then(|mut st| st.exists([&k]))
+                    .map_err(sql("verify"))?;
+                (!exists).then(|| format!("message {h} lives in CCR but its blob is gone"))
+            }
+            _ => Some(format!("message {h} is missing")),
+        })
+    }
+
+    /// Every CCR blob the event references resolves.
+    fn check_blobs(&self, seq: u64) -> Result<Option<String>, JournalError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT b.blob_key, c.id IS NOT NULL FROM event_blobs b LEFT JOIN ccr_blobs c ON c.key = b.blob_key WHERE b.session_id = ?1 AND b.seq = ?2")
+            .map_err(sql("verify"))?;
+        let rows = st
+            .query_map(params![self.session, i(seq)], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, bool>(1)?)))
+            .map_err(sql("verify"))?;
+        for b in rows {
+            let (key, present) = b.map_err(sql("verify"))?;
+            if !present {
+                let hexkey: String = key.iter().map(|x| format!("{x:02x}")).collect();
+                return Ok(Some(format!("referenced CCR blob {hexkey} does not resolve")));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Checks one session; returns the events checked and the first bad one.
+pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<BadEvent>), JournalError> {
+    let bad = |(seq, problem): Problem| Some(BadEvent { session: session.to_string(), seq, problem });
+    let (head_seq, head_hash): (i64, Vec<u8>) = conn
+        .query_row("SELECT head_seq, head_hash FROM sessions WHERE id = ?1", [session], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .map_err(sql("verify"))?;
+    let mut st = conn
+        .prepare(&format!("SELECT {RECORD_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq"))
+        .map_err(sql("verify"))?;
+    let mut rows = st.query([session]).map_err(sql("verify"))?;
+    let mut walk = Walk {
+        conn,
+        session,
+        prev: [0; 32],
+        depths: Vec::new(),
+        lens: Vec::new(),
+        checked_msgs: HashSet::new(),
+    };
+    let mut n = 0u64;
+    while let Some(r) = rows.next().map_err(sql("verify"))? {
+        n = n.saturating_add(1);
+        let checked = record(session, walk.expected_seq(), r).and_then(|rec| walk.check(&rec));
+        match checked {
+            Ok(None) => {}
+            Ok(Some(problem)) => return Ok((n, bad(problem))),
+            Err(JournalError::Corrupt { seq, problem, .. }) => return Ok((n, bad((seq, problem)))),
+            Err(e) => return Err(e),
+        }
+    }
+    let last = walk.expected_seq().saturating_sub(1);
+    if n == 0 {
+        let why = "the session has no events: it cannot be restored (its start was interrupted)";
+        return Ok((0, bad((0, why.into()))));
+    }
+    if u64::try_from(head_seq).ok() != Some(last) {
+        let why = format!(
+            "the session says it has {head_seq} events but {last} are stored (the last ones were removed)"
+        );
+        return Ok((n, bad((walk.expected_seq(), why))));
+    }
+    if head_hash != walk.prev {
+        return Ok((n, bad((last, "the session's chain head does not match its last event".into()))));
+    }
+    Ok((n, None))
+}
+
+impl Journal {
+    /// Verifies hash chains, gapless sequences, parent links, message hashes and CCR references,
+    /// reporting the first bad event of each bad session.
+    pub fn verify(&self, only: Option<&str>) -> Result<VerifyReport, JournalError> {
+        // Ids only: a session row whose counters are corrupt is reported, not an error.
+        let ids: Vec<String> = {
+            let mut st = self
+                .conn()
+                .prepare("SELECT id FROM sessions WHERE ?1 IS NULL OR id = ?1 ORDER BY created_at, id")
+                .map_err(sql("verify"))?;
+            let rows = st.query_map([only], |r| r.get::<_, String>(0)).map_err(sql("verify"))?;
+            rows.collect::<Result<_, _>>().map_err(sql("verify"))?
+        };
+        if let (Some(s), true) = (only, ids.is_empty()) {
+            return Err(JournalError::NoSession(s.to_string()));
+        }
+        let mut report = VerifyReport::default();
+        // The file's structure first: pages mixed in by a damaged or foreign WAL show here.
+        let problems: Vec<String> = {
+            let mut st = self.conn().prepare("PRAGMA quick_check").map_err(sql("verify"))?;
+            let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(sql("verify"))?;
+            rows.collect::<Result<_, _>>().map_err(sql("verify"))?
+        };
+        if problems.iter().any(|p| p != "ok") {
+            report.bad.push(BadEvent {
+                session: "(database)".into(),
+                seq: 0,
+                problem: format!("SQLite quick_check: {}", problems.join("; ")),
+            });
+            return Ok(report);
+        }
+        for id in ids {
+            report.sessions = report.sessions.saturating_add(1);
+            let (n, bad) = verify_session(self.conn(), &id)?;
+            report.events = report.events.saturating_add(n);
+            report.bad.extend(bad);
+        }
+        Ok(report)
+    }
+}
