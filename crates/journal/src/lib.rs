@@ -17,7 +17,7 @@
 //! Reads never write: restoring, listing, exporting and verifying leave the database file as it
 //! was (CCR blobs a history spilled are read without refreshing their `last_access`: the journal's
 //! reference already keeps them from eviction). The journal never reads the wall clock: times come
-//! from the events it is given and from the [`Clock`](salvage_ccr::Clock) it holds
+//! from the events it is given and from the [`Clock`](salvage_types::Clock) it holds
 //! ([`Journal::with_clock`]).
 
 #![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]

@@ -3,7 +3,7 @@
 use crate::error::{sql, stored_u64, JournalError};
 use crate::state::State;
 use rusqlite::{Connection, OptionalExtension};
-use salvage_ccr::{Clock, SystemClock};
+use salvage_types::{Clock, SystemClock};
 use salvage_store::{Options, Store};
 use salvage_types::CcrKey;
 use std::collections::HashMap;
