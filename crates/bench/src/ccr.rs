@@ -1,7 +1,7 @@
 //! CCR put and get-and-verify against raw blake3 + zstd-3 over the same items, and whether a
 //! trained dictionary pays for items under 16 KB.
 
-use crate::harness::interleave;
+use crate::harness::try_interleave;
 use crate::{Plan, Row};
 use salvage_ccr::{Ccr, SystemClock};
 use salvage_replay::synth::mixed;
@@ -35,25 +35,26 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         .collect::<Result<_, _>>()?;
     let mut round = 0;
     let mut comp = zstd::bulk::Compressor::new(3)?;
-    let put = interleave(
+    let put = try_interleave(
         plan.rounds,
         || {
             for it in &items {
                 let h = blake3::hash(it);
-                let z = comp.compress(it).unwrap_or_default();
+                let z = comp.compress(it)?;
                 std::hint::black_box((h, z));
             }
+            Ok(())
         },
         || {
-            if let Some(store) = stores.get(round) {
-                let ccr = Ccr::new(store.conn(), &clock);
-                for it in &items {
-                    std::hint::black_box(ccr.put(it).ok());
-                }
-            }
+            let store = stores.get(round).ok_or_else(|| anyhow::anyhow!("out of archive files"))?;
             round += 1;
+            let ccr = Ccr::new(store.conn(), &clock);
+            for it in &items {
+                anyhow::ensure!(ccr.put(it)?.inserted, "a fresh file already held the item");
+            }
+            Ok(())
         },
-    );
+    )?;
     let mbps = |d: std::time::Duration| total as f64 / d.as_secs_f64() / 1e6;
     rows.push(Row::at_least(
         "ccr put, 4-256 KB items",
@@ -73,20 +74,22 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         compressed.push((zstd::bulk::compress(it, 3)?, it.len()));
     }
     let mut dec = zstd::bulk::Decompressor::new()?;
-    let get = interleave(
+    let get = try_interleave(
         plan.rounds,
         || {
             for (z, len) in &compressed {
-                let raw = dec.decompress(z, *len).unwrap_or_default();
+                let raw = dec.decompress(z, *len)?;
                 std::hint::black_box(CcrKey::of(&raw));
             }
+            Ok(())
         },
         || {
             for k in &keys {
-                std::hint::black_box(ccr.get(k).ok());
+                std::hint::black_box(ccr.get(k)?);
             }
+            Ok(())
         },
-    );
+    )?;
     rows.push(Row::at_least(
         "ccr get-and-verify, 4-256 KB items",
         "zstd decompress + blake3",
@@ -117,19 +120,21 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         plain_len += plain.compress(t)?.len();
         dict_len += with_dict.compress(t)?.len();
     }
-    let speed = interleave(
+    let speed = try_interleave(
         plan.rounds,
         || {
             for t in test {
-                std::hint::black_box(plain.compress(t).ok());
+                std::hint::black_box(plain.compress(t)?);
             }
+            Ok(())
         },
         || {
             for t in test {
-                std::hint::black_box(with_dict.compress(t).ok());
+                std::hint::black_box(with_dict.compress(t)?);
             }
+            Ok(())
         },
-    );
+    )?;
     rows.push(Row::info(
         "zstd dictionary on < 16 KB items (ratio gain)",
         "zstd-3 without dictionary",

@@ -29,39 +29,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-/// Runs `baseline` and `ours` alternately for `rounds` rounds (after one warm-up each).
-pub fn interleave(rounds: usize, mut baseline: impl FnMut(), mut ours: impl FnMut()) -> Pair {
-    baseline();
-    ours();
-    let mut a = Vec::with_capacity(rounds);
-    let mut b = Vec::with_capacity(rounds);
-    for _ in 0..rounds.max(1) {
-        let t = Instant::now();
-        baseline();
-        a.push(t.elapsed());
-        let t = Instant::now();
-        ours();
-        b.push(t.elapsed());
-    }
-    Pair { baseline: median(a), ours: median(b) }
-}
-
-/// Times one closure: the median of `rounds` runs.
-pub fn time(rounds: usize, mut f: impl FnMut()) -> Duration {
-    f();
-    median(
-        (0..rounds.max(1))
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
-}
-
-/// [`interleave`] for closures that can fail: the first failure ends the measurement and is
-/// returned, so a workload that errors can never be timed as a fast one.
+/// Runs `baseline` and `ours` alternately for `rounds` rounds (after one warm-up each); the first
+/// failure ends the measurement and is returned, so a workload that errors can never be timed as a fast one.
 pub fn try_interleave(
     rounds: usize,
     mut baseline: impl FnMut() -> anyhow::Result<()>,
@@ -80,4 +49,128 @@ pub fn try_interleave(
         b.push(t.elapsed());
     }
     Ok(Pair { baseline: median(a), ours: median(b) })
+}
+
+/// Times a workload that can fail: the median of `rounds` runs; the first error is returned.
+pub fn try_time(rounds: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<Duration> {
+    f()?;
+    let mut v = Vec::with_capacity(rounds);
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed());
+    }
+    Ok(median(v))
+}
+
+/// The growth exponent `k` of `cost ≈ c · sizeᵏ`: the least-squares slope of ln(cost) over
+/// ln(size). 1 is linear, 2 quadratic. `None` with fewer than two distinct positive sizes.
+pub fn fit_exponent(points: &[(f64, f64)]) -> Option<f64> {
+    let logs: Vec<(f64, f64)> =
+        points.iter().filter(|(x, y)| *x > 0.0 && *y > 0.0).map(|(x, y)| (x.ln(), y.ln())).collect();
+    let n = logs.len() as f64;
+    if logs.len() < 2 {
+        return None;
+    }
+    let mx = logs.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = logs.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = logs.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = logs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// A child process's peak memory and wall time, measured by GNU time (`getrusage` of the
+/// child: its maximum resident set size).
+#[derive(Debug, Clone, Copy)]
+pub struct ChildRun {
+    /// Maximum resident set size in bytes.
+    pub peak: u64,
+    /// Wall time from spawn to exit.
+    pub wall: Duration,
+}
+
+/// Runs `program args…` under `/usr/bin/time`, failing unless it exits 0 (its stderr ends the
+/// error), and returns its peak RSS and wall time.
+pub fn run_child(program: &std::path::Path, args: &[&std::ffi::OsStr]) -> anyhow::Result<ChildRun> {
+    let report = tempfile::NamedTempFile::new()?;
+    let t = Instant::now();
+    let out = std::process::Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(report.path())
+        .arg(program)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|e| anyhow::anyhow!("/usr/bin/time (GNU time measures the child's max RSS): {e}"))?;
+    let wall = t.elapsed();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(3).collect();
+        anyhow::bail!(
+            "{} exited with {}: {}",
+            program.file_name().unwrap_or_default().to_string_lossy(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        );
+    }
+    let text = std::fs::read_to_string(report.path())?;
+    let kb: u64 = text
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("GNU time reported no max RSS: {text:?}"))?;
+    Ok(ChildRun { peak: kb * 1024, wall })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fit_recovers_the_exponent_of_a_power_law() {
+        let pts = |k: f64| [1.0, 5.0, 10.0, 25.0, 50.0].map(|x: f64| (x, 0.003 * x.powf(k)));
+        for k in [1.0, 1.5, 2.0] {
+            let got = fit_exponent(&pts(k)).unwrap_or(f64::NAN);
+            assert!((got - k).abs() < 1e-9, "fit {got} for exponent {k}");
+        }
+        // The ratio of endpoints hides a bend the fit sees: flat, then quadratic at the end.
+        let bent = [(1.0, 1.0), (5.0, 1.0), (10.0, 1.0), (25.0, 25.0), (50.0, 100.0)];
+        assert!(fit_exponent(&bent).unwrap_or(0.0) > 1.1);
+        assert_eq!(fit_exponent(&[(1.0, 1.0)]), None);
+    }
+
+    #[test]
+    fn a_failing_side_fails_the_measurement() {
+        let mut n = 0;
+        let r = try_interleave(
+            3,
+            || Ok(()),
+            || {
+                n += 1;
+                if n == 2 {
+                    anyhow::bail!("boom")
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!(r.map(|_| ()).map_err(|e| e.to_string()), Err("boom".to_string()));
+        assert!(try_time(3, || anyhow::bail!("no")).is_err());
+    }
+
+    #[test]
+    fn a_child_that_fails_fails_its_measurement() {
+        let sh = std::path::Path::new("/bin/sh");
+        let bad = run_child(sh, &["-c".as_ref(), "echo nope >&2; exit 3".as_ref()]);
+        let msg = bad.map(|_| ()).map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(msg.contains("nope"), "{msg}");
+        let ok = run_child(
+            sh,
+            &["-c".as_ref(), "head -c 50000000 /dev/zero | tail -c 1 >/dev/null; exit 0".as_ref()],
+        );
+        assert!(ok.map(|r| r.peak > 0).unwrap_or(false));
+    }
 }

@@ -5,6 +5,7 @@ mod ccr;
 mod harness;
 mod journal;
 mod ladder;
+mod memory;
 mod peer;
 mod proxy;
 mod replay;
@@ -29,9 +30,6 @@ struct Args {
     /// The salvage side of bench/peers/: time journal append+restore and rung 2 on a history file.
     #[arg(long, value_name = "HISTORY_JSON")]
     peer: Option<std::path::PathBuf>,
-    /// Internal: the child process of the peak-memory workload.
-    #[arg(long, hide = true)]
-    child_peak: Option<std::path::PathBuf>,
     /// Internal: the child process of the proxy memory workload.
     #[arg(long, hide = true)]
     child_proxy_memory: bool,
@@ -79,6 +77,18 @@ impl Row {
         }
     }
 
+    /// A row whose measurement failed: not met, with the error as its detail.
+    pub fn failed(workload: &str, baseline: &str, target: &str, err: &anyhow::Error) -> Row {
+        Row {
+            workload: workload.into(),
+            baseline: baseline.into(),
+            ratio: f64::NAN,
+            target: target.into(),
+            met: false,
+            detail: format!("FAILED: {err:#}"),
+        }
+    }
+
     /// An informational figure with no target.
     pub fn info(workload: &str, baseline: &str, ratio: f64, detail: String) -> Row {
         Row {
@@ -100,6 +110,15 @@ pub struct Plan {
     pub scale: f64,
 }
 
+/// Adds a group's rows; a group that fails before producing them is one failed row, and the
+/// run goes on.
+fn collect(rows: &mut Vec<Row>, group: &str, got: anyhow::Result<Vec<Row>>) {
+    match got {
+        Ok(r) => rows.extend(r),
+        Err(e) => rows.push(Row::failed(&format!("{group} (every row of the group)"), "-", "-", &e)),
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if let Some(f) = &args.peer {
@@ -108,32 +127,32 @@ fn main() -> anyhow::Result<()> {
     if args.child_proxy_memory {
         return proxy::child_memory();
     }
-    if let Some(f) = &args.child_peak {
-        return replay::child_peak(f);
-    }
     let plan = if args.quick { Plan { rounds: 7, scale: 0.5 } } else { Plan { rounds: 11, scale: 1.0 } };
     let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
     let mut rows: Vec<Row> = Vec::new();
     if wanted("ccr") {
-        rows.extend(ccr::run(&plan)?);
+        collect(&mut rows, "ccr::run", ccr::run(&plan));
     }
     if wanted("journal") || wanted("restore") {
-        rows.extend(journal::run(&plan)?);
+        collect(&mut rows, "journal::run", journal::run(&plan));
     }
     if wanted("ladder") || wanted("rung") {
-        rows.extend(ladder::run(&plan)?);
+        collect(&mut rows, "ladder::run", ladder::run(&plan));
     }
     if wanted("replay") || wanted("memory") {
-        rows.extend(replay::run(&plan)?);
+        collect(&mut rows, "replay::run", replay::run(&plan));
+    }
+    if wanted("import") || wanted("memory") {
+        collect(&mut rows, "memory::run", memory::run(&plan));
     }
     if wanted("pipeline") || wanted("compaction") {
-        rows.extend(ladder::pipeline(&plan)?);
+        collect(&mut rows, "ladder::pipeline", ladder::pipeline(&plan));
     }
     if wanted("proxy") {
-        rows.extend(proxy::run(&plan)?);
+        collect(&mut rows, "proxy::run", proxy::run(&plan));
     }
     if wanted("scaling") {
-        rows.extend(scaling::run(&plan)?);
+        collect(&mut rows, "scaling::run", scaling::run(&plan));
     }
     if args.json {
         let results: Vec<_> = rows

@@ -1,15 +1,16 @@
 //! Scaling curves: the ladder, the pipeline and replay against history size (1–50 MB), and
-//! restore against session length (1k–100k events). A curve fails when it grows worse than
-//! linearly (the cost ratio of the largest to the smallest point over the size ratio, with 25 %
-//! slack for noise). Each curve is rendered as an SVG plot into `target/bench/`.
+//! restore against session length (1k–100k events). Each curve's growth is the exponent `k` of
+//! `cost ≈ c · sizeᵏ` fitted by least squares on log-log over every point (not a ratio of its
+//! endpoints, which hides a bend in the middle); the target is `k ≤ 1.1`. The ladder and the
+//! pipeline archive into CCR, the product path. A timed run that fails fails its curve. Each
+//! curve is rendered as an SVG plot into `target/bench/`.
 
-use crate::harness::time;
+use crate::harness::{fit_exponent, try_time};
+use crate::ladder::{pipeline_once, rung3, Stores};
 use crate::{Plan, Row};
 use chrono::{TimeZone, Utc};
 use salvage_journal::{HistoryChange, Journal, NewEvent};
-use salvage_recovery::archive::Archiver;
-use salvage_recovery::ladder::{self, Rung, RungContext};
-use salvage_recovery::tool_budget::Limits;
+use salvage_recovery::ladder;
 use salvage_replay::synth::{agent_history, large_capture};
 use salvage_types::event::EventBody;
 use salvage_types::Message;
@@ -20,13 +21,25 @@ struct Curve {
     name: &'static str,
     unit: &'static str,
     points: Vec<(f64, f64)>,
+    /// The first failure of a timed run: the curve fails.
+    failed: Option<String>,
 }
 
 impl Curve {
-    /// (cost ratio largest/smallest) / (size ratio): 1 is linear.
-    fn growth(&self) -> f64 {
-        let (Some(a), Some(b)) = (self.points.first(), self.points.last()) else { return 1.0 };
-        (b.1 / a.1.max(1e-12)) / (b.0 / a.0.max(1e-12))
+    /// The growth exponent fitted over every point (least squares on log-log): 1 is linear.
+    fn growth(&self) -> Option<f64> {
+        fit_exponent(&self.points)
+    }
+
+    /// Adds the point at `x` unless the curve already failed; a failure stops the curve.
+    fn measure(&mut self, x: f64, f: impl FnOnce() -> anyhow::Result<std::time::Duration>) {
+        if self.failed.is_some() {
+            return;
+        }
+        match f() {
+            Ok(t) => self.points.push((x, t.as_secs_f64())),
+            Err(e) => self.failed = Some(format!("at {x}: {e:#}")),
+        }
     }
 }
 
@@ -38,9 +51,9 @@ fn svg(c: &Curve, path: &Path) -> std::io::Result<()> {
     let sy = |y: f64| h - pad - y / max_y * (h - 2.0 * pad);
     let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
     s += &format!(
-        "<text x=\"{pad}\" y=\"24\" font-size=\"15\">{} — growth {:.2} (1 = linear)</text>\n",
+        "<text x=\"{pad}\" y=\"24\" font-size=\"15\">{} — fitted exponent {:.2} (1 = linear)</text>\n",
         c.name,
-        c.growth()
+        c.growth().unwrap_or(f64::NAN)
     );
     s += &format!("<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{}\" stroke=\"black\"/>\n", h - pad, w - pad, h - pad, h - pad);
     // The linear reference through the first point.
@@ -84,95 +97,60 @@ fn ts(n: u64) -> chrono::DateTime<Utc> {
 pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
     let sizes: &[usize] = if plan.scale < 1.0 { &[1, 5, 10] } else { &[1, 5, 10, 25, 50] };
     let mut curves = Vec::new();
-    let mut ladder_c = Curve { name: "rung 3 with shrink", unit: "history MB", points: vec![] };
-    let mut pipe_c = Curve {
-        name: "compaction pipeline (microcompact, trim, level 3)",
+    let mut ladder_c = Curve {
+        name: "rung 3 with shrink, archiving into CCR",
         unit: "history MB",
         points: vec![],
+        failed: None,
     };
-    let mut replay_c = Curve { name: "replay of a synthetic capture", unit: "history MB", points: vec![] };
+    let mut pipe_c = Curve {
+        name: "compaction pipeline (microcompact, trim, level 3), archiving into CCR",
+        unit: "history MB",
+        points: vec![],
+        failed: None,
+    };
+    let mut replay_c =
+        Curve { name: "replay of a synthetic capture", unit: "history MB", points: vec![], failed: None };
+    let dir = tempfile::tempdir()?;
     for &mb in sizes {
         let h: Vec<Message> = agent_history(mb << 20, 90 + mb as u64);
-        let t = time(plan.rounds.min(5), || {
-            let mut ctx = RungContext {
-                archiver: Archiver::new(None),
-                keep: 10,
-                limits: Limits { per_result: 20_000, per_turn: 200_000 },
-                payload_budget: Some(90 * 1024),
-                rung3_keep: ladder::RUNG3_KEEP,
-            };
-            std::hint::black_box(ladder::apply(Rung::Nuclear, &h, &mut ctx).ok());
-        });
-        ladder_c.points.push((mb as f64, t.as_secs_f64()));
-        let turn = h.iter().filter(|m| m.role == salvage_types::Role::Assistant).count() as u32;
-        let t = time(plan.rounds.min(3), || {
-            use salvage_recovery::compaction::{
-                compact, CompactionState, Io, NoHooks, NoMemory, Plan as CPlan,
-            };
-            let lookup = |_: &str| None;
-            let Ok((m, _)) = salvage_recovery::microcompact::microcompact(
-                &h,
-                turn,
-                salvage_recovery::microcompact::Ages { truncate: 2, summarize: 4 },
-                &mut Archiver::new(None),
-                &lookup,
-            ) else {
-                return;
-            };
-            let mut state = CompactionState { backoff: 1, ..CompactionState::default() };
-            let cancel = salvage_recovery::summarizer::Cancel::new();
-            let mut status = |_: salvage_recovery::compaction::Phase, _: &str| {};
-            let mut s = salvage_recovery::summarizer::Builtin;
-            let mut io = Io {
-                archiver: Archiver::new(None),
-                lookup: &lookup,
-                summarizer: &mut s,
-                hooks: &mut NoHooks,
-                memory: &mut NoMemory,
-                status: &mut status,
-                cancel: &cancel,
-            };
-            std::hint::black_box(
-                compact(
-                    &m,
-                    &CPlan {
-                        budget: 400_000,
-                        trigger: salvage_types::event::Trigger::Auto,
-                        min_keep_recent: 6,
-                        summarizer_window_chars: 800_000,
-                    },
-                    &mut state,
-                    &mut io,
-                )
-                .ok(),
-            );
-        });
-        pipe_c.points.push((mb as f64, t.as_secs_f64()));
+        let rounds = plan.rounds.min(5);
+        let mut stores = Stores::open(dir.path(), &format!("rung{mb}-"), rounds + 1)?;
+        ladder_c.measure(mb as f64, || try_time(rounds, || rung3(&h, Some(stores.take()?))));
+        let rounds = plan.rounds.min(3);
+        let mut stores = Stores::open(dir.path(), &format!("pipe{mb}-"), rounds + 1)?;
+        pipe_c.measure(mb as f64, || try_time(rounds, || pipeline_once(&h, Some(stores.take()?))));
+        drop(h);
         let capture = large_capture(mb << 20, 300 + mb as u64, salvage_types::capture::RejectStyle::Http413);
-        let t = time(1, || {
-            let mut j = match Journal::in_memory() {
-                Ok(j) => j,
-                Err(_) => return,
-            };
-            let mut s = salvage_recovery::summarizer::Builtin;
-            let opts = salvage_replay::driver::Options {
-                summarizer: &mut s,
-                hooks: &mut salvage_recovery::compaction::NoHooks,
-                start: ts(0),
-                session: "s".into(),
-                rung3_keep: ladder::RUNG3_KEEP,
-                clock: &salvage_types::SystemClock,
-            };
-            std::hint::black_box(salvage_replay::driver::replay(&capture, &mut j, opts).ok());
+        // Journals opened beforehand, one per run, as files: the replay writes what it does live.
+        let mut journals = (0..2)
+            .map(|i| Journal::open(&dir.path().join(format!("replay{mb}-{i}.db")), &Default::default()))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter();
+        replay_c.measure(mb as f64, || {
+            try_time(1, || {
+                let mut j = journals.next().ok_or_else(|| anyhow::anyhow!("out of journals"))?;
+                let mut s = salvage_recovery::summarizer::Builtin;
+                let opts = salvage_replay::driver::Options {
+                    summarizer: &mut s,
+                    hooks: &mut salvage_recovery::compaction::NoHooks,
+                    start: ts(0),
+                    session: "s".into(),
+                    rung3_keep: ladder::RUNG3_KEEP,
+                    clock: &salvage_types::SystemClock,
+                };
+                std::hint::black_box(salvage_replay::driver::replay(&capture, &mut j, opts)?);
+                Ok(())
+            })
         });
-        replay_c.points.push((mb as f64, t.as_secs_f64()));
     }
     curves.push(ladder_c);
     curves.push(pipe_c);
     curves.push(replay_c);
     // Restore against session length.
     let lengths: &[u64] = if plan.scale < 1.0 { &[1_000, 10_000] } else { &[1_000, 10_000, 100_000] };
-    let mut restore_c = Curve { name: "restore at the last event", unit: "session events", points: vec![] };
+    let mut restore_c =
+        Curve { name: "restore at the last event", unit: "session events", points: vec![], failed: None };
     for &n in lengths {
         let mut j = Journal::in_memory()?;
         j.start_session("s", "", NewEvent::new("e0", ts(0), EventBody::MessageAppended { count: 0 }))?;
@@ -205,10 +183,12 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         let store = j;
         let last = store.version("s")?;
         // A fresh handle: no in-memory head, the fold starts from the nearest snapshot.
-        let t = time(plan.rounds.min(5), || {
-            std::hint::black_box(store.state_at("s", last - 1).ok());
+        restore_c.measure(n as f64, || {
+            try_time(plan.rounds.min(5), || {
+                std::hint::black_box(store.state_at("s", last - 1)?);
+                Ok(())
+            })
         });
-        restore_c.points.push((n as f64, t.as_secs_f64()));
     }
     curves.push(restore_c);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
@@ -222,13 +202,26 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         svg(c, &file)?;
         let detail =
             c.points.iter().map(|(x, y)| format!("{x}: {:.1} ms", y * 1e3)).collect::<Vec<_>>().join(", ");
-        rows.push(Row::at_most(
-            &format!("scaling: {} (vs {})", c.name, c.unit),
-            "linear growth",
-            c.growth(),
-            1.25,
-            format!("{detail}; plot {}", file.display()),
-        ));
+        let workload = format!("scaling: {} (vs {})", c.name, c.unit);
+        rows.push(match (&c.failed, c.growth()) {
+            (Some(e), _) => {
+                Row::failed(&workload, "linear growth (exponent 1)", "<= 1.1", &anyhow::anyhow!("{e}"))
+            }
+            (None, None) => Row::failed(
+                &workload,
+                "linear growth (exponent 1)",
+                "<= 1.1",
+                &anyhow::anyhow!("fewer than two points"),
+            ),
+            (None, Some(k)) => Row {
+                workload,
+                baseline: "linear growth (exponent 1)".into(),
+                ratio: k,
+                target: "<= 1.1 (exponent)".into(),
+                met: k <= 1.1,
+                detail: format!("fitted exponent {k:.2}; {detail}; plot {}", file.display()),
+            },
+        });
     }
     Ok(rows)
 }

@@ -317,7 +317,7 @@ fn grace_runs_from_each_write_not_from_an_earlier_time() {
 fn row_values_a_damaged_file_can_hold_are_read_without_overflow() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
-    let clock = FakeClock(Cell::new(1_000));
+    let clock = FixedClock::at_ms(1_000);
     let ccr = Ccr::new(store.conn(), &clock);
     // `last_access` has no range constraint: the oldest representable time is "long ago", so a
     // read succeeds and refreshes it.
@@ -349,7 +349,7 @@ fn row_values_a_damaged_file_can_hold_are_read_without_overflow() {
             )
             .unwrap();
     }
-    clock.0.set(10_000_000);
+    clock.set_ms(10_000_000);
     let r = ccr
         .gc(&Retention {
             max_age: Some(Duration::from_millis(1_000)),

@@ -14,6 +14,15 @@ const SUFFIX: &str = ".salvage-tmp";
 
 /// Writes `bytes` to `path` atomically (see the module documentation).
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with(path, |w| w.write_all(bytes))
+}
+
+/// Writes what `fill` streams into its writer (buffered) to `path` atomically, so large output
+/// is never held in memory as a whole. An error of `fill` leaves the target untouched.
+pub fn write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -36,7 +45,11 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
         tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
-    tmp.write_all(bytes)?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut tmp);
+        fill(&mut w)?;
+        w.flush()?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     // The rename itself is durable once the folder is synced (best effort: not every platform

@@ -23,6 +23,11 @@ impl Output {
         self.inner.write_all(s.as_bytes())
     }
 
+    /// The writer itself, for output streamed by a serializer.
+    pub fn writer(&mut self) -> &mut dyn Write {
+        &mut *self.inner
+    }
+
     /// Writes raw bytes.
     pub fn put_bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
         self.inner.write_all(b)

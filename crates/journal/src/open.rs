@@ -3,9 +3,9 @@
 use crate::error::{sql, stored_u64, JournalError};
 use crate::state::State;
 use rusqlite::{Connection, OptionalExtension};
-use salvage_types::{Clock, SystemClock};
 use salvage_store::{Options, Store};
 use salvage_types::CcrKey;
+use salvage_types::{Clock, SystemClock};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;

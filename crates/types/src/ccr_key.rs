@@ -19,6 +19,15 @@ impl CcrKey {
         CcrKey(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The key of a value's compact JSON (`of(&serde_json::to_vec(v))`), hashed as it is
+    /// serialized: the JSON text is never held.
+    pub fn of_json<T: serde::Serialize + ?Sized>(value: &T) -> CcrKey {
+        let mut hasher = blake3::Hasher::new();
+        // Writing into a hasher cannot fail.
+        let _ = serde_json::to_writer(&mut hasher, value);
+        CcrKey(*hasher.finalize().as_bytes())
+    }
+
     /// All 64 lowercase hex characters.
     pub fn hex(&self) -> String {
         blake3::Hash::from_bytes(self.0).to_hex().to_string()
@@ -195,6 +204,14 @@ mod tests {
         assert_eq!(k.hex().len(), 64);
         assert_eq!(k.marker(), format!("<<ccr:{}>>", &k.hex()[..16]));
         assert_eq!(CcrKey::from_hex(&k.hex().to_uppercase()), Some(k));
+    }
+
+    #[test]
+    fn the_key_of_a_value_is_the_key_of_its_compact_json() {
+        let h = vec![crate::Message::user("a \"quoted\" line\n"), crate::Message::assistant("é ✓")];
+        let json = serde_json::to_vec(&h).unwrap_or_default();
+        assert_eq!(CcrKey::of_json(&h), CcrKey::of(&json));
+        assert_ne!(CcrKey::of_json(&h[..1]), CcrKey::of(&json));
     }
 
     #[test]

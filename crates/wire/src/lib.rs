@@ -131,9 +131,28 @@ pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, Capt
         return read_session(source, bytes, file).map(|s| s.imported());
     }
     let value = parse_json(bytes, file)?;
+    set_value_budget(bytes);
+    import_value(source, &value, file)
+}
+
+/// [`import`] of bytes it owns: a body is parsed once and its bytes are dropped before the
+/// history is built from the parsed tree, so an import never holds the file, its tree and the
+/// history at once (peak: the tree and the history, about twice the body).
+pub fn import_owned(source: Source, bytes: Vec<u8>, file: &str) -> Result<Imported, CaptureError> {
+    if source.is_session() {
+        return read_session(source, &bytes, file).map(|s| s.imported());
+    }
+    let value = parse_json(&bytes, file)?;
+    set_value_budget(&bytes);
+    drop(bytes);
+    import_value(source, &value, file)
+}
+
+/// What the importers may still build from argument strings: the file's value allowance less
+/// the values the file itself holds.
+fn set_value_budget(bytes: &[u8]) {
     let (_, used) = salvage_types::input::json_shape(bytes, usize::MAX);
     VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(bytes.len()).saturating_sub(used)));
-    import_value(source, &value, file)
 }
 
 /// Reads a client's session file: its steps as they happened, sidechains kept apart, and the
@@ -141,8 +160,7 @@ pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, Capt
 pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session::Session, CaptureError> {
     check_utf8(bytes, file)?;
     salvage_types::input::check_json_shape(bytes, file)?;
-    let (_, used) = salvage_types::input::json_shape(bytes, usize::MAX);
-    VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(bytes.len()).saturating_sub(used)));
+    set_value_budget(bytes);
     let cx = Cx { file };
     match source {
         Source::ClaudeCode => claude_code::read(&cx, bytes),

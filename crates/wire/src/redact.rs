@@ -183,7 +183,13 @@ static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(|| {
     let rules: Vec<(Rule, Regex)> =
         RULES.iter().map(|r| Regex::new(r.pattern).map(|re| (*r, re))).collect::<Result<_, _>>().ok()?;
     Some(Compiled {
-        set: RegexSet::new(RULES.iter().map(|r| r.pattern)).ok()?,
+        // The lazy DFA of an overlapping search over every rule outgrows the default 2 MiB cache
+        // on long mixed text and rebuilds its states over and over (a 50 MB body took 30 s);
+        // a larger cache keeps them.
+        set: regex::RegexSetBuilder::new(RULES.iter().map(|r| r.pattern))
+            .dfa_size_limit(64 << 20)
+            .build()
+            .ok()?,
         rules,
         pem_header: Regex::new(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----").ok()?,
         data_url: Regex::new(r"data:[A-Za-z0-9/+.-]+;base64,[A-Za-z0-9+/=]+").ok()?,

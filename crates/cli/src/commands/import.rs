@@ -1,7 +1,7 @@
 //! `salvage import`: build a capture from a real request body or session file.
 
 use crate::exit::{Failure, Outcome};
-use crate::output::{write_atomic, Output};
+use crate::output::Output;
 use salvage_types::capture::{
     Capture, ClientInfo, Failure as CapturedFailure, Gateway, ModelSpec, OverflowStyle, Recorded,
     RejectStyle, Upstream, CAPTURE_FORMAT,
@@ -216,12 +216,15 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         From::Codex => Source::Codex,
         From::Cline => Source::Cline,
     };
+    // The bytes are moved into the import and dropped as soon as they are parsed: the capture is
+    // built without the file held beside it.
     let (imported, seen) = if source.is_session() {
         let session = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
+        drop(bytes);
         eprint!("{name}: {}", session.report.describe());
         (session.imported(), session.final_error().cloned())
     } else {
-        (salvage_wire::import(source, &bytes, &name).map_err(Failure::input)?, None)
+        (salvage_wire::import_owned(source, bytes, &name).map_err(Failure::input)?, None)
     };
     // A session that ended on an error the client recorded: that is the failure, unless the
     // command line says otherwise.
@@ -314,10 +317,10 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
         }
     }
-    let text = capture.to_json_pretty();
+    // Streamed: the capture is never held a second time as its text.
     match &args.output {
         Some(path) => {
-            write_atomic(path, text.as_bytes())
+            crate::atomic_file::write_with(path, |w| write_pretty(w, &capture))
                 .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
             eprintln!(
                 "wrote {} ({} messages)",
@@ -325,7 +328,17 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
                 capture.history.len()
             );
         }
-        None => out.put(&text)?,
+        None => write_pretty(out.writer(), &capture)?,
     }
     Ok(())
+}
+
+/// The capture as [`Capture::to_json_pretty`] writes it (pretty JSON and a newline), streamed.
+fn write_pretty(w: &mut dyn std::io::Write, capture: &Capture) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, capture).map_err(|e| match e.io_error_kind() {
+        // Keep the kind, so a closed pipe still exits 0.
+        Some(kind) => std::io::Error::new(kind, e),
+        None => std::io::Error::other(e),
+    })?;
+    w.write_all(b"\n")
 }

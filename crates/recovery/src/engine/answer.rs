@@ -24,7 +24,7 @@ struct Rejection {
 
 impl Turn {
     pub(super) fn answered(&mut self, answer: Answer, io: &mut EngineIo<'_>) -> Result<(), EngineError> {
-        let Some(last) = self.last.clone() else {
+        let Some(last) = self.last.as_ref() else {
             return Err(EngineError::Protocol("a request before its answer"));
         };
         let (accepted, real_tokens) = match &answer {
@@ -33,21 +33,20 @@ impl Turn {
         };
         // Every original behind a marker the model was sent is referenced, so retention keeps it.
         let mut blobs: Vec<CcrKey> = Vec::new();
-        for m in &last.outgoing {
-            for k in find_markers(&m.content) {
-                if let Some(key) = io.archive.resolve(k) {
-                    if !blobs.contains(&key) {
-                        blobs.push(key);
-                    }
+        for k in &last.markers {
+            if let Some(key) = io.archive.resolve(k) {
+                if !blobs.contains(&key) {
+                    blobs.push(key);
                 }
             }
         }
+        let weight = last.weight;
         let event = EventBody::RequestSent {
             attempt: self.attempt,
             bytes: last.bytes,
             estimated_tokens: last.estimated,
             real_tokens,
-            history_digest: digest(&last.outgoing),
+            history_digest: last.digest.clone(),
             accepted,
         };
         self.record(event, Change::None, blobs);
@@ -59,7 +58,7 @@ impl Turn {
                 if cleared_tool_uses > 0 && self.input.provider_edits {
                     self.mirror_edits(cleared_tool_uses, cleared_tokens, io)?;
                 }
-                self.calibration.observe(history_weight(&last.outgoing), input_tokens);
+                self.calibration.observe(weight, input_tokens);
                 self.accepted(stop_reason, content);
             }
         }
@@ -202,7 +201,21 @@ impl Turn {
     }
 }
 
-/// The short key of a history's JSON (the `history_digest` of a `request_sent` record).
+/// The short key of a history's JSON (the `history_digest` of a `request_sent` record), hashed
+/// as it is serialized (the JSON is never held).
 pub fn digest(h: &[Message]) -> String {
-    CcrKey::of(&serde_json::to_vec(h).unwrap_or_default()).short()
+    CcrKey::of_json(h).short()
+}
+
+/// The distinct CCR markers in the contents of `h`, in order of appearance.
+pub(super) fn markers(h: &[Message]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in h {
+        for k in find_markers(&m.content) {
+            if !out.iter().any(|x| x == k) {
+                out.push(k.to_string());
+            }
+        }
+    }
+    out
 }

@@ -207,12 +207,19 @@ enum Phase {
     Over,
 }
 
-/// The last request sent, notices aside, for the no-op rule.
+/// What the engine keeps of the last request sent: its figures, not its messages (the request
+/// itself went to the driver), so a turn holds one history besides the one it sends.
 #[derive(Debug, Clone)]
 struct Sent {
-    stripped: Vec<Message>,
+    /// The key of the request's messages, notices aside, as JSON: the no-op rule's "byte-identical".
+    stripped_key: CcrKey,
     stripped_bytes: u64,
-    outgoing: Vec<Message>,
+    /// The `history_digest` of the request's messages.
+    digest: String,
+    /// Their weight (calibration).
+    weight: u64,
+    /// The distinct CCR markers their contents carry, in order.
+    markers: Vec<String>,
     bytes: u64,
     estimated: u64,
     params: RequestParams,
@@ -237,8 +244,9 @@ pub struct Turn {
 
 impl Turn {
     /// A turn over `input`.
-    pub fn new(input: TurnInput) -> Turn {
-        let history = input.history.clone();
+    pub fn new(mut input: TurnInput) -> Turn {
+        // The turn's history is the input's, moved (the input keeps no second copy).
+        let history = std::mem::take(&mut input.history);
         let ratio = input.surface.ratio();
         let max_tokens = input.model.default_output;
         Turn {

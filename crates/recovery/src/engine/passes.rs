@@ -175,8 +175,7 @@ impl Turn {
         let as_sent = self.attempt == 0 && self.last.is_none() && self.input.mode == TurnMode::AsSent;
         // The budget's archived originals are referenced by the request_sent record, through the
         // markers of the request.
-        let outgoing =
-            if as_sent { self.history.clone() } else { self.outgoing(&self.history.clone(), io)?.0 };
+        let outgoing = if as_sent { self.history.clone() } else { self.outgoing(&self.history, io)?.0 };
         let params = self.params(as_sent);
         self.send(outgoing, params, io);
         Ok(())
@@ -185,18 +184,37 @@ impl Turn {
     /// Queues a request and remembers it for the no-op rule.
     pub(super) fn send(&mut self, outgoing: Vec<Message>, params: RequestParams, io: &mut EngineIo<'_>) {
         let bytes = io.wire.request_bytes(&outgoing, &params);
-        let estimated = self.calibration.tokens(history_weight(&outgoing));
-        let stripped: Vec<Message> = outgoing.iter().filter(|m| !super::is_notice(m)).cloned().collect();
-        let stripped_bytes = io.wire.request_bytes(&stripped, &params);
-        let request = Request {
-            attempt: self.attempt,
-            history: outgoing.clone(),
-            params,
+        let weight = history_weight(&outgoing);
+        let estimated = self.calibration.tokens(weight);
+        let (stripped_key, stripped_bytes) = stripped_figures(&outgoing, bytes, &params, io);
+        self.last = Some(super::Sent {
+            stripped_key,
+            stripped_bytes,
+            digest: super::answer::digest(&outgoing),
+            weight,
+            markers: super::answer::markers(&outgoing),
             bytes,
-            estimated_tokens: estimated,
-        };
-        self.last = Some(super::Sent { stripped, stripped_bytes, outgoing, bytes, estimated, params });
+            estimated,
+            params,
+        });
+        let request =
+            Request { attempt: self.attempt, history: outgoing, params, bytes, estimated_tokens: estimated };
         self.queue.push_back(super::Action::Send(Box::new(request)));
         self.phase = Phase::Await;
     }
+}
+
+/// The key and request size of `outgoing` with the notices left out (the no-op rule compares
+/// requests notices aside). Without a notice that is `outgoing` itself: nothing is copied.
+pub(super) fn stripped_figures(
+    outgoing: &[Message],
+    bytes: u64,
+    params: &RequestParams,
+    io: &mut EngineIo<'_>,
+) -> (CcrKey, u64) {
+    if !outgoing.iter().any(super::is_notice) {
+        return (CcrKey::of_json(outgoing), bytes);
+    }
+    let stripped: Vec<Message> = outgoing.iter().filter(|m| !super::is_notice(m)).cloned().collect();
+    (CcrKey::of_json(&stripped), io.wire.request_bytes(&stripped, params))
 }

@@ -78,7 +78,7 @@ impl Turn {
             self.record(event, Change::Set(o.history), keys);
             self.hooks(io, "PostCompact", Some(StepOutcome::Applied));
             self.payload_notice();
-            let (outgoing, _) = self.outgoing(&self.history.clone(), io)?;
+            let (outgoing, _) = self.outgoing(&self.history, io)?;
             let params = self.params(false);
             self.send(outgoing, params, io);
             return Ok(());
@@ -89,11 +89,11 @@ impl Turn {
     /// previous one or heavier than it.
     fn same_or_heavier(&self, outgoing: &[Message], io: &mut EngineIo<'_>) -> bool {
         let Some(last) = &self.last else { return false };
-        let stripped: Vec<Message> = outgoing.iter().filter(|m| !super::is_notice(m)).cloned().collect();
-        if stripped == last.stripped {
-            return true;
-        }
-        io.wire.request_bytes(&stripped, &last.params) > last.stripped_bytes
+        // Byte-identical: the same JSON, compared by its key. The size is the request's in the
+        // last request's parameters.
+        let bytes = io.wire.request_bytes(outgoing, &last.params);
+        let (key, stripped_bytes) = super::passes::stripped_figures(outgoing, bytes, &last.params, io);
+        key == last.stripped_key || stripped_bytes > last.stripped_bytes
     }
 
     /// Step 7's payload notice: once per session, after a successful rung on the payload path.
