@@ -115,14 +115,7 @@ fn reason_phrase(status: u16) -> &'static str {
 fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> {
     let f = &capture.failure;
     let weight = salvage_types::history_weight(&capture.history);
-    let input = salvage_recovery::classify::FailureInput {
-        status: f.status,
-        message: f.message.clone(),
-        transport: f.transport.clone(),
-        history_bytes: weight,
-        rejected_request_bytes: f.rejected_request_bytes,
-        payload_path_seen: false,
-    };
+    let input = salvage_recovery::classify::FailureInput::new(f.clone(), weight);
     let class = salvage_recovery::classify::classify(&input).class;
     let text = format!("{} {}", f.message, f.transport.as_deref().unwrap_or_default()).to_lowercase();
     let style = match class {
