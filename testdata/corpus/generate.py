@@ -267,7 +267,8 @@ capture("quoted-marker-in-analysis", "an answer that quotes a marker is archived
 capture("no-op-rungs-are-not-sent", "rungs that cannot shrink the request are no-ops: the captured request is the only one sent", [sysmsg(300), {"role": "user", "content": "Fix the flaky test."}],
         F(400, "prompt is too long: 300000 tokens > 200000 maximum"), {}, E("exhausted", events=[
             ev("request_sent", "behavior.md §4 no-op rule: an identical or heavier request is not sent", count=1),
-            ev("recovery_attempt", "§4: every rung is a no-op", count=1000, outcome="skipped")]), settings={**NOCOMPACT, "CHATCLI_MAX_RECOVERY_ATTEMPTS": "1000"})
+            ev("recovery_attempt", "§4: every rung is a no-op, each consuming one attempt; rung 3 is the last rung, so once it is a no-op nothing can change the request and the climb ends (attempts 1, 2, 3 of 1000)", count=3, outcome="skipped"),
+            ev("recovery_attempt", "§4 no-op rule: a later attempt would run rung 3 again on the same request; it is not attempted", count=1, rung=3)]), settings={**NOCOMPACT, "CHATCLI_MAX_RECOVERY_ATTEMPTS": "1000"})
 # A 150 KB pasted task with a 2 KB system prompt: the floor counts the task as rung 3 sends it (4 000
 # bytes), so the session is not failed fast; rung 3 recovers.
 pt = [sysmsg(), {"role": "user", "content": "Here is the log:\n" + code(150_000, 61) + "\nWhy does it fail?"}]
@@ -295,6 +296,24 @@ orph = agent(6, 3000, 65) + [{"role": "tool", "tool_call_id": "ghost", "content"
 capture("orphan-result-is-recallable", "an orphan tool result dropped by rung 1 stays recallable through the notice's marker", orph,
         F(400, "prompt is too long"), model(60000, "anthropic"), E("recovered", level=1, events=[
             ev("recovery_attempt", "behavior.md §6: orphans are archived and their marker is in the notice", count=1, rung=1, outcome="applied")]), settings=NOCOMPACT)
+
+# The defects of "The guarantees hold on hostile content" that a capture can reach, one each.
+vllm = "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"This model's maximum context length is 6048 tokens. However, you requested 6616 tokens (568 in the messages, 6048 in the completion). Please reduce the length of the messages or completion.\", 'type': 'BadRequestError', 'param': None, 'code': 400}"
+capture("vllm-400-maximum-context-length", "vLLM's 'maximum context length is N tokens. However, you requested M tokens' is an overflow", chat(12, 9000, 67),
+        F(400, vllm), {}, E("recovered", events=[ev("provider_error", "behavior.md §2 additions: vLLM", min=1, **{"class": "context_overflow"})]),
+        provider="openai", model="vllm-served", settings=NOCOMPACT, surface="chat")
+capture("error-403-status-in-text-only", "'Error 403.' with no status: the status token in the text classifies it (auth, not unknown)", small,
+        F(None, "Error 403."), {}, E("not_recoverable", events=[
+            ev("provider_error", "behavior.md §2 additions: a status token followed by punctuation; no firewall signal", count=1, **{"class": "auth"})]))
+mb = chat(6, 4000, 68)
+mb[1]["images"] = [{"media_type": "image/png", "data": "データ" * 30000}]
+capture("multibyte-image-data", "an image whose data holds 270 KB of multibyte text: weighed without slicing inside a character", mb,
+        F(400, "prompt is too long"), model(7000, "anthropic"), E("recovered", events=[
+            ev("recovery_attempt", "behavior.md §4: the ladder runs on a history whose image data is not base64", min=1, outcome="applied")]), settings=NOCOMPACT, surface="chat")
+capture("tool-result-limit-below-preview", "CHATCLI_TOOL_RESULT_MAX_CHARS=50, below the preview's head and tail: applied, originals archived", agent(6, 30000, 69),
+        F(), model(400000, "anthropic"), E("no_failure", events=[
+            ev("request_sent", "behavior.md §7 tool budget: a limit below head + tail still previews and archives", count=1),
+            ev("provider_error", "the budgeted request fits", count=0)]), settings={**NOCOMPACT, **NOMICRO, "CHATCLI_TOOL_RESULT_MAX_CHARS": "50"})
 
 # --- every per-turn pass on its own path (section 7) --------------------------------------------
 capture("microcompact-old-results", "old tool results are previewed then stubbed before the request (no model, no network)", agent(30, 6000, 66),

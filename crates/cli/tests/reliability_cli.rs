@@ -432,3 +432,29 @@ fn control_characters_never_reach_the_terminal_raw_and_hints_are_shell_quoted() 
     assert_eq!(o.status.code(), Some(2));
     clean("a file error", &raw(&o));
 }
+
+#[test]
+fn journal_verify_through_the_binary_reports_a_session_without_events() {
+    // A session row whose first event never committed (what a kill between two transactions left
+    // before a session started in one): verify must fail and name it, show must refuse it.
+    let dir = tempfile::tempdir().unwrap();
+    let c = corpus().join("auth-401.json");
+    assert!(salvage(dir.path(), &["replay", c.to_str().unwrap(), "--db", "v.db"]).status.success());
+    let ok = salvage(dir.path(), &["journal", "verify", "--db", "v.db"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    let store = salvage_store::Store::open(&dir.path().join("v.db"), &Options::default()).unwrap();
+    store
+        .conn()
+        .execute(
+            "INSERT INTO sessions (id, title, created_at, head_seq, head_hash) \
+             VALUES ('interrupted', '', '2026-12-03T00:00:00Z', 0, zeroblob(32))",
+            [],
+        )
+        .unwrap();
+    drop(store);
+    let bad = salvage(dir.path(), &["journal", "verify", "--db", "v.db"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(text(&bad).contains("session interrupted event 0: the session has no events"), "{}", text(&bad));
+    let show = salvage(dir.path(), &["journal", "show", "interrupted", "--db", "v.db"]);
+    assert_eq!(show.status.code(), Some(2), "{}", text(&show));
+}

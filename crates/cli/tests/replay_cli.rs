@@ -144,6 +144,72 @@ fn bless_records_the_observed_outcome() {
     assert_eq!(r["captures"][0]["expect_met"], true);
 }
 
+/// The tool results of a session's history, as the last session in the database holds them.
+fn exported_tool_results(dir: &Path) -> Vec<String> {
+    let o = salvage(dir, &["journal", "export", "latest", "--db", "m.db", "-o", "out.json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("out.json")).unwrap()).unwrap();
+    let history = c["history"].as_array().unwrap();
+    history
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_stub_of_a_preview_counts_the_original_the_databases_archive_holds() {
+    // Session 1 previews tool results (age 2-3) and archives their 6 000-char originals in the
+    // database's CCR; its exported history carries the previews with their markers.
+    let dir = tempfile::tempdir().unwrap();
+    let first = corpus().join("microcompact-old-results.json");
+    assert!(salvage(dir.path(), &["replay", first.to_str().unwrap(), "--db", "m.db"]).status.success());
+    let before = exported_tool_results(dir.path());
+    let previews: Vec<&String> =
+        before.iter().filter(|t| t.contains("[full content recoverable via @recall <<ccr:")).collect();
+    assert!(!previews.is_empty(), "session 1 left previews: {before:?}");
+    assert!(previews.iter().all(|p| p.chars().count() < 6000));
+    // Session 2 replays that history in the same database with stubbing from age 2: each preview
+    // becomes a stub, counted from the original (6 000 chars), not from the preview.
+    let mut c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out.json")).unwrap()).unwrap();
+    c["id"] = "stubs-of-previews".into();
+    c["settings"]["CHATCLI_MICROCOMPACT_SUMMARIZE_TURNS"] = "2".into();
+    c.as_object_mut().unwrap().remove("expect");
+    std::fs::write(dir.path().join("again.json"), c.to_string()).unwrap();
+    let o = salvage(dir.path(), &["replay", "again.json", "--db", "m.db"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let after = exported_tool_results(dir.path());
+    for p in previews {
+        let marker = &p[p.rfind("<<ccr:").unwrap()..p.rfind(">>").unwrap() + 2];
+        let stub = after.iter().find(|t| t.contains(marker)).expect("the preview's marker stays");
+        assert!(stub.starts_with("[Old tool result cleared"), "stubbed: {stub}");
+        assert!(stub.contains(", 6000 chars,"), "counted from the original: {stub}");
+    }
+}
+
+#[test]
+fn bless_keeps_the_hand_written_expected_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(corpus().join("floor-warn-then-recover.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&src).unwrap();
+    let events = v["expect"]["events"].clone();
+    assert!(events.as_array().is_some_and(|e| !e.is_empty()), "the capture has expected events");
+    // A stale outcome the bless must correct, beside events it must not touch.
+    v["expect"]["outcome"] = "exhausted".into();
+    let f = dir.path().join("c.json");
+    std::fs::write(&f, v.to_string()).unwrap();
+    // The run still reports the stale expectation it found (exit 1), and writes the observed one.
+    let o = salvage(dir.path(), &["replay", "c.json", "--no-journal", "--bless"]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("expect outcome: expected exhausted, got recovered"));
+    let blessed: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert_eq!(blessed["expect"]["outcome"], "recovered");
+    assert_eq!(blessed["expect"]["events"], events, "bless writes outcome fields only");
+    let again = salvage(dir.path(), &["replay", "c.json", "--db", "b.db"]);
+    assert!(again.status.success(), "the blessed capture passes: {}", String::from_utf8_lossy(&again.stdout));
+}
+
 #[test]
 fn unreadable_captures_are_refused_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
