@@ -9,7 +9,7 @@
 //! is carried in the message's `wire` template (see [`crate::shape`]).
 
 use crate::conv::{self, without, Runs};
-use crate::shape::{self, finish, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
+use crate::shape::{self, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
 use crate::{kind, Cx, Imported};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Image, Message, Role, SystemPart, ToolCall};
@@ -69,21 +69,14 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
             )
         }
     }
-    let messages = top
-        .get("messages")
-        .ok_or_else(|| cx.err("messages", "missing (an Anthropic Messages body has a messages array)"))?;
-    for (i, m) in cx.arr(messages, "messages")?.iter().enumerate() {
-        for d in message(cx, m, &format!("messages[{i}]"))? {
-            history.push(finish(d, F, default_template));
-        }
-    }
-    let fields = without(top, &modeled);
-    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
+    let missing = "missing (an Anthropic Messages body has a messages array)";
+    let read = |m: &Value, path: &str| message(cx, m, path);
+    history.extend(conv::message_list(cx, top, ("messages", missing), read, F, default_template)?);
     Ok(Imported {
         history,
         model: cx.opt_str(top, "model", "")?.map(str::to_string),
         provider: Some("anthropic".to_string()),
-        request: Some(request),
+        request: Some(conv::request_of(F, body, top, &modeled)),
     })
 }
 
@@ -193,11 +186,8 @@ pub(crate) fn block(
         Some("image") => match image_of(bo) {
             Some(img) => {
                 let rest = without(bo, &["source"]);
-                if Anthropic.image(rest.clone(), &img) == *b {
-                    (slot("image", rest), Add::Image(img))
-                } else {
-                    (lit(b.clone()), Add::Nothing)
-                }
+                let (tpl, img) = shape::image_slot(&Anthropic, rest, img, b);
+                (tpl, img.map_or(Add::Nothing, Add::Image))
             }
             None => (lit(b.clone()), Add::Nothing),
         },

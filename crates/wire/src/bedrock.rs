@@ -68,21 +68,14 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
         None | Some(Value::Null | Value::Array(_)) => {}
         Some(v) => return Err(cx.err("system", format!("expected an array of blocks, found {}", kind(v)))),
     }
-    let messages = top
-        .get("messages")
-        .ok_or_else(|| cx.err("messages", "missing (a Bedrock Converse body has a messages array)"))?;
-    for (i, m) in cx.arr(messages, "messages")?.iter().enumerate() {
-        for d in message(cx, m, &format!("messages[{i}]"))? {
-            history.push(finish(d, F, default_template));
-        }
-    }
-    let fields = without(top, &modeled);
-    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
+    let missing = "missing (a Bedrock Converse body has a messages array)";
+    let read = |m: &Value, path: &str| message(cx, m, path);
+    history.extend(conv::message_list(cx, top, ("messages", missing), read, F, default_template)?);
     Ok(Imported {
         history,
         model: top.get("modelId").and_then(Value::as_str).map(str::to_string),
         provider: Some("bedrock".to_string()),
-        request: Some(request),
+        request: Some(conv::request_of(F, body, top, &modeled)),
     })
 }
 
@@ -156,10 +149,8 @@ fn block(bo: &Map<String, Value>, b: &Value, role: Role) -> (Value, Add) {
                 rest.insert("image".into(), Value::Object(imr));
             }
         }
-        if Bedrock.image(rest.clone(), &img) == *b {
-            return (slot("image", rest), Add::Image(img));
-        }
-        return (lit(b.clone()), Add::Nothing);
+        let (tpl, img) = shape::image_slot(&Bedrock, rest, img, b);
+        return (tpl, img.map_or(Add::Nothing, Add::Image));
     }
     if let (Some(Value::Object(tu)), Role::Assistant) = (bo.get("toolUse"), role) {
         if let (Some(Value::String(id)), Some(Value::String(name))) = (tu.get("toolUseId"), tu.get("name")) {
