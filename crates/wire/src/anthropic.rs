@@ -116,14 +116,7 @@ fn system(cx: &Cx<'_>, blocks: &[Value]) -> Result<Message, CaptureError> {
 
 pub(crate) fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureError> {
     let o = cx.obj(m, path)?;
-    let role = match cx.req_str(o, "role", path)? {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => {
-            return Err(cx
-                .err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant")))
-        }
-    };
+    let role = conv::user_or_assistant(cx, o, path)?;
     let content = o.get("content").ok_or_else(|| cx.err(&format!("{path}.content"), "missing"))?;
     let env = without(o, &["content"]);
     let blocks = match content {
@@ -398,13 +391,7 @@ pub(crate) fn body(request: &Request, history: &[Message]) -> Value {
             }
             continue;
         }
-        let (template, join, wired) = match shape::template_of(m, F) {
-            Some((t, j)) => (t.clone(), j, true),
-            None => {
-                let (t, j) = default_template(m);
-                (t, j, false)
-            }
-        };
+        let (template, join, wired) = shape::template_for(m, F, default_template);
         let v = shape::build(&Anthropic, m, &template, &names, |v, f| place(v, f, m));
         let join = if wired {
             join

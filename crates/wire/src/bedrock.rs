@@ -94,14 +94,7 @@ fn system(cx: &Cx<'_>, blocks: &[Value]) -> Result<Message, CaptureError> {
 
 fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureError> {
     let o = cx.obj(m, path)?;
-    let role = match cx.req_str(o, "role", path)? {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => {
-            return Err(cx
-                .err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant")))
-        }
-    };
+    let role = conv::user_or_assistant(cx, o, path)?;
     let content = o.get("content").ok_or_else(|| cx.err(&format!("{path}.content"), "missing"))?;
     let blocks = cx.arr(content, &format!("{path}.content"))?;
     let mut runs = Runs::new(without(o, &["content"]), "role", "content", role);
@@ -270,11 +263,7 @@ fn place(v: &mut Value, f: &mut Fill<'_>, msg: &Message) {
         }
         return;
     }
-    if let Some(t) = text {
-        blocks.insert(0, json!({"text": t}));
-    }
-    blocks.extend(images);
-    blocks.extend(calls);
+    conv::place_rest(blocks, text, images, calls);
 }
 
 /// The Converse body for a history, with the request's other fields.
@@ -286,13 +275,7 @@ pub(crate) fn body(request: &Request, history: &[Message]) -> Value {
     let mut system: Vec<Value> = Vec::new();
     let mut messages: Vec<Value> = Vec::new();
     for m in history {
-        let (template, join, wired) = match shape::template_of(m, F) {
-            Some((t, j)) => (t.clone(), j, true),
-            None => {
-                let (t, j) = default_template(m);
-                (t, j, false)
-            }
-        };
+        let (template, join, wired) = shape::template_for(m, F, default_template);
         let v = shape::build(&Bedrock, m, &template, &names, |v, f| place(v, f, m));
         if m.role == Role::System {
             if let Some(Value::Array(b)) = v.get("system") {

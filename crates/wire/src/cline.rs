@@ -60,7 +60,7 @@ pub(crate) fn read(cx: &Cx<'_>, body: &Value) -> Result<Session, CaptureError> {
     for (i, m) in msgs.iter().enumerate() {
         let path = format!("[{i}]");
         let o = cx.obj(m, &path)?;
-        let role = role_of(cx, o, &path)?;
+        let role = crate::conv::user_or_assistant(cx, o, &path)?;
         r.count_bookkeeping(o);
         if let Some(mid) = o.get("modelInfo").and_then(|mi| mi.get("modelId")).and_then(Value::as_str) {
             model = Some(mid.to_string());
@@ -87,18 +87,6 @@ pub(crate) fn read(cx: &Cx<'_>, body: &Value) -> Result<Session, CaptureError> {
         report: r.report,
         errors: Vec::new(),
     })
-}
-
-/// The message's `role`: user or assistant.
-fn role_of(cx: &Cx<'_>, o: &Map<String, Value>, path: &str) -> Result<Role, CaptureError> {
-    match cx.req_str(o, "role", path)? {
-        "user" => Ok(Role::User),
-        "assistant" => Ok(Role::Assistant),
-        other => {
-            Err(cx
-                .err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant")))
-        }
-    }
 }
 
 /// The drafts finished into messages; the first user message flagged `agent_feedback` when it

@@ -149,3 +149,29 @@ pub(crate) fn request_of(
         fields: without(top, modeled),
     }
 }
+
+/// A message's `role` where the format knows only user and assistant messages.
+pub(crate) fn user_or_assistant(
+    cx: &Cx<'_>,
+    o: &Map<String, Value>,
+    path: &str,
+) -> Result<Role, CaptureError> {
+    match cx.req_str(o, "role", path)? {
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        other => {
+            Err(cx
+                .err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant")))
+        }
+    }
+}
+
+/// Places what had no slot in a block list: the leftover text first, then the images, then the
+/// calls.
+pub(crate) fn place_rest(blocks: &mut Vec<Value>, text: Option<&str>, images: Vec<Value>, calls: Vec<Value>) {
+    if let Some(t) = text {
+        blocks.insert(0, serde_json::json!({"text": t}));
+    }
+    blocks.extend(images);
+    blocks.extend(calls);
+}

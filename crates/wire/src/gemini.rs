@@ -316,11 +316,7 @@ fn place(v: &mut Value, f: &mut Fill<'_>, msg: &Message) {
         }
         return;
     }
-    if let Some(t) = text {
-        parts.insert(0, json!({"text": t}));
-    }
-    parts.extend(images);
-    parts.extend(calls);
+    conv::place_rest(parts, text, images, calls);
 }
 
 /// The `generateContent` body for a history, with the request's other fields.
@@ -330,13 +326,7 @@ pub(crate) fn body(request: &Request, history: &[Message]) -> Value {
     let mut system_key = "systemInstruction";
     let mut contents: Vec<Value> = Vec::new();
     for m in history {
-        let (template, join, wired) = match shape::template_of(m, F) {
-            Some((t, j)) => (t.clone(), j, true),
-            None => {
-                let (t, j) = default_template(m);
-                (t, j, false)
-            }
-        };
+        let (template, join, wired) = shape::template_for(m, F, default_template);
         let mut v = shape::build(&Gemini, m, &template, &names, |v, f| place(v, f, m));
         if m.role == Role::System {
             if let Some(o) = v.as_object_mut() {

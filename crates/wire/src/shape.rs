@@ -120,6 +120,22 @@ pub(crate) fn template_of(m: &Message, format: RequestFormat) -> Option<(&Value,
     Some((o.get("m")?, o.get("join").and_then(Value::as_bool).unwrap_or(false)))
 }
 
+/// A message's template in `format`: its own (`wired`, the third value), else the format's
+/// default for it; with its join flag.
+pub(crate) fn template_for(
+    m: &Message,
+    format: RequestFormat,
+    default: fn(&Message) -> (Value, bool),
+) -> (Value, bool, bool) {
+    match template_of(m, format) {
+        Some((t, j)) => (t.clone(), j, true),
+        None => {
+            let (t, j) = default(m);
+            (t, j, false)
+        }
+    }
+}
+
 /// A message being imported: the message and its template.
 pub(crate) struct Draft {
     pub msg: Message,
