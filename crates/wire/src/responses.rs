@@ -155,7 +155,7 @@ impl Gather {
         }
         self.open = role == Role::Assistant;
         if let Some(d) = self.drafts.last_mut() {
-            let tpl = message_item(cx, o, path, &mut d.msg)?;
+            let tpl = text_item(cx, o, (path, "content"), &mut d.msg)?;
             push_item(d, tpl);
         }
         Ok(())
@@ -213,7 +213,7 @@ pub(crate) fn items_to_drafts(
             {
                 g.open = false;
                 let mut d = g.new_draft(Role::Tool);
-                let tpl = output_item(cx, o, &path, &mut d.msg)?;
+                let tpl = text_item(cx, o, (&path, "output"), &mut d.msg)?;
                 push_item(&mut d, tpl);
                 g.drafts.push(d);
             }
@@ -263,38 +263,31 @@ fn content_parts(
     Ok(out)
 }
 
-/// An item's template: each field in order, `special` templating the ones it models (it
-/// returns `None` for the others, kept verbatim).
-fn item_template(
+/// A message item's (`key` = `content`) or a tool output item's (`key` = `output`) template: its
+/// text field (a string, or content parts) modeled, and an output's `call_id`; every other field
+/// kept verbatim, in order.
+fn text_item(
+    cx: &Cx<'_>,
     o: &Map<String, Value>,
-    mut special: impl FnMut(&str, &Value) -> Result<Option<Value>, CaptureError>,
+    (path, key): (&str, &str),
+    msg: &mut Message,
 ) -> Result<Value, CaptureError> {
     let mut t = Map::new();
     for (k, v) in o {
-        let tv = match special(k, v)? {
-            Some(tv) => tv,
-            None => lit(v.clone()),
+        let tv = match (k.as_str(), v) {
+            ("call_id", Value::String(id)) if key == "output" => {
+                msg.tool_call_id = Some(id.clone());
+                Value::Object(shape::marker("id"))
+            }
+            (k, Value::String(s)) if k == key => text_marker("s", Map::new(), s),
+            (k, Value::Array(parts)) if k == key => {
+                Value::Array(content_parts(cx, parts, &format!("{path}.{key}"), msg)?)
+            }
+            _ => lit(v.clone()),
         };
         t.insert(k.clone(), tv);
     }
     Ok(Value::Object(t))
-}
-
-fn message_item(
-    cx: &Cx<'_>,
-    o: &Map<String, Value>,
-    path: &str,
-    msg: &mut Message,
-) -> Result<Value, CaptureError> {
-    item_template(o, |k, v| {
-        Ok(match (k, v) {
-            ("content", Value::String(s)) => Some(text_marker("s", Map::new(), s)),
-            ("content", Value::Array(parts)) => {
-                Some(Value::Array(content_parts(cx, parts, &format!("{path}.content"), msg)?))
-            }
-            _ => None,
-        })
-    })
 }
 
 fn call_item(o: &Map<String, Value>, it: &Value, msg: &mut Message) -> Value {
@@ -324,27 +317,6 @@ fn call_item(o: &Map<String, Value>, it: &Value, msg: &mut Message) -> Value {
         }
         _ => lit(it.clone()),
     }
-}
-
-fn output_item(
-    cx: &Cx<'_>,
-    o: &Map<String, Value>,
-    path: &str,
-    msg: &mut Message,
-) -> Result<Value, CaptureError> {
-    item_template(o, |k, v| {
-        Ok(match (k, v) {
-            ("call_id", Value::String(id)) => {
-                msg.tool_call_id = Some(id.clone());
-                Some(Value::Object(shape::marker("id")))
-            }
-            ("output", Value::String(s)) => Some(text_marker("s", Map::new(), s)),
-            ("output", Value::Array(parts)) => {
-                Some(Value::Array(content_parts(cx, parts, &format!("{path}.output"), msg)?))
-            }
-            _ => None,
-        })
-    })
 }
 
 /// The template a message without `wire` is built from (`null` for a system message: it goes to
