@@ -145,22 +145,29 @@ pub(crate) fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, 
             }
             _ => {
                 let (tpl, add) = block(cx, bo, b, role, &bpath)?;
-                let msg = runs.block(tpl);
-                match add {
-                    Add::Nothing => {}
-                    Add::Image(img) => msg.images.push(img),
-                    Add::Call(c) => msg.tool_calls.push(c),
-                }
+                add.apply(runs.block(tpl));
             }
         }
     }
     Ok(runs.finish())
 }
 
+/// What a block adds to the message it goes to, besides its template.
 pub(crate) enum Add {
     Nothing,
     Image(Image),
     Call(ToolCall),
+}
+
+impl Add {
+    /// Models the image or call on the message the block went to.
+    pub(crate) fn apply(self, msg: &mut Message) {
+        match self {
+            Add::Nothing => {}
+            Add::Image(img) => msg.images.push(img),
+            Add::Call(c) => msg.tool_calls.push(c),
+        }
+    }
 }
 
 /// One non-result block: its template and what it adds to the message.

@@ -10,6 +10,7 @@
 //! `cachePoint`, `guardContent`, `video`, S3 images, unknown blocks — is carried in the message's
 //! `wire` template (see [`crate::shape`]).
 
+use crate::anthropic::Add;
 use crate::conv::{self, without, Runs};
 use crate::shape::{self, finish, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
 use crate::{kind, Cx, Imported};
@@ -108,20 +109,9 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureErro
             }
         }
         let (tpl, add) = block(bo, b, role);
-        let msg = runs.block(tpl);
-        match add {
-            Add::Nothing => {}
-            Add::Image(img) => msg.images.push(img),
-            Add::Call(c) => msg.tool_calls.push(c),
-        }
+        add.apply(runs.block(tpl));
     }
     Ok(runs.finish())
-}
-
-enum Add {
-    Nothing,
-    Image(Image),
-    Call(ToolCall),
 }
 
 fn block(bo: &Map<String, Value>, b: &Value, role: Role) -> (Value, Add) {
