@@ -24,21 +24,31 @@ fn items(plan: &Plan) -> Vec<Vec<u8>> {
 /// Runs the CCR workloads.
 pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
     let items = items(plan);
-    let total: usize = items.iter().map(Vec::len).sum();
     let dir = tempfile::tempdir()?;
-    let clock = SystemClock;
-    let mut rows = Vec::new();
+    let mut rows = vec![put_row(plan, &items, dir.path())?];
+    rows.extend(get_rows(plan, &items, dir.path())?);
+    rows.push(dictionary_row(plan)?);
+    Ok(rows)
+}
 
-    // put: every round into a fresh file (opened beforehand), one transaction per put (autocommit).
+/// MB/s of `total` bytes in `d`.
+fn mbps(total: usize, d: std::time::Duration) -> f64 {
+    total as f64 / d.as_secs_f64() / 1e6
+}
+
+/// put: every round into a fresh file (opened beforehand), one transaction per put (autocommit).
+fn put_row(plan: &Plan, items: &[Vec<u8>], dir: &std::path::Path) -> anyhow::Result<Row> {
+    let total: usize = items.iter().map(Vec::len).sum();
+    let clock = SystemClock;
     let stores: Vec<Store> = (0..plan.rounds + 1)
-        .map(|i| Store::open(&dir.path().join(format!("put{i}.db")), &Options::default()))
+        .map(|i| Store::open(&dir.join(format!("put{i}.db")), &Options::default()))
         .collect::<Result<_, _>>()?;
     let mut round = 0;
     let mut comp = zstd::bulk::Compressor::new(3)?;
     let put = try_interleave(
         plan.rounds,
         || {
-            for it in &items {
+            for it in items {
                 let h = blake3::hash(it);
                 let z = comp.compress(it)?;
                 std::hint::black_box((h, z));
@@ -49,27 +59,30 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
             let store = stores.get(round).ok_or_else(|| anyhow::anyhow!("out of archive files"))?;
             round += 1;
             let ccr = Ccr::new(store.conn(), &clock);
-            for it in &items {
+            for it in items {
                 anyhow::ensure!(ccr.put(it)?.inserted, "a fresh file already held the item");
             }
             Ok(())
         },
     )?;
-    let mbps = |d: std::time::Duration| total as f64 / d.as_secs_f64() / 1e6;
-    rows.push(Row::at_least(
+    Ok(Row::at_least(
         "ccr put, 4-256 KB items",
         "blake3 + zstd-3 compress",
         put.speed_ratio(),
         0.7,
-        format!("{:.0} MB/s vs {:.0} MB/s raw", mbps(put.ours), mbps(put.baseline)),
-    ));
+        format!("{:.0} MB/s vs {:.0} MB/s raw", mbps(total, put.ours), mbps(total, put.baseline)),
+    ))
+}
 
-    // get-and-verify from one file holding every item.
-    let store = Store::open(&dir.path().join("get.db"), &Options::default())?;
+/// get-and-verify from one file holding every item, and the compression ratio it reached.
+fn get_rows(plan: &Plan, items: &[Vec<u8>], dir: &std::path::Path) -> anyhow::Result<Vec<Row>> {
+    let total: usize = items.iter().map(Vec::len).sum();
+    let clock = SystemClock;
+    let store = Store::open(&dir.join("get.db"), &Options::default())?;
     let ccr = Ccr::new(store.conn(), &clock);
     let mut compressed = Vec::new();
     let mut keys = Vec::new();
-    for it in &items {
+    for it in items {
         keys.push(ccr.put(it)?.key.short());
         compressed.push((zstd::bulk::compress(it, 3)?, it.len()));
     }
@@ -90,22 +103,26 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
             Ok(())
         },
     )?;
-    rows.push(Row::at_least(
-        "ccr get-and-verify, 4-256 KB items",
-        "zstd decompress + blake3",
-        get.speed_ratio(),
-        0.7,
-        format!("{:.0} MB/s vs {:.0} MB/s raw", mbps(get.ours), mbps(get.baseline)),
-    ));
     let stats = ccr.stats()?;
-    rows.push(Row::info(
-        "ccr compression ratio (mixed text)",
-        "original bytes",
-        stats.ratio(),
-        format!("{} items", stats.entries),
-    ));
+    Ok(vec![
+        Row::at_least(
+            "ccr get-and-verify, 4-256 KB items",
+            "zstd decompress + blake3",
+            get.speed_ratio(),
+            0.7,
+            format!("{:.0} MB/s vs {:.0} MB/s raw", mbps(total, get.ours), mbps(total, get.baseline)),
+        ),
+        Row::info(
+            "ccr compression ratio (mixed text)",
+            "original bytes",
+            stats.ratio(),
+            format!("{} items", stats.entries),
+        ),
+    ])
+}
 
-    // Does a trained dictionary pay for items under 16 KB?
+/// Does a trained dictionary pay for items under 16 KB?
+fn dictionary_row(plan: &Plan) -> anyhow::Result<Row> {
     let small: Vec<Vec<u8>> = (0..((400.0 * plan.scale) as u64).max(100))
         .map(|i| mixed(512 + (i as usize * 7919) % (15 << 10), 10_000 + i).into_bytes())
         .collect();
@@ -122,20 +139,10 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
     }
     let speed = try_interleave(
         plan.rounds,
-        || {
-            for t in test {
-                std::hint::black_box(plain.compress(t)?);
-            }
-            Ok(())
-        },
-        || {
-            for t in test {
-                std::hint::black_box(with_dict.compress(t)?);
-            }
-            Ok(())
-        },
+        || compress_all(&mut plain, test),
+        || compress_all(&mut with_dict, test),
     )?;
-    rows.push(Row::info(
+    Ok(Row::info(
         "zstd dictionary on < 16 KB items (ratio gain)",
         "zstd-3 without dictionary",
         plain_len as f64 / dict_len.max(1) as f64,
@@ -145,6 +152,13 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
             raw_small as f64 / dict_len.max(1) as f64,
             speed.speed_ratio()
         ),
-    ));
-    Ok(rows)
+    ))
+}
+
+/// Compresses every item (the timed body of the dictionary comparison).
+fn compress_all(c: &mut zstd::bulk::Compressor<'_>, items: &[Vec<u8>]) -> anyhow::Result<()> {
+    for t in items {
+        std::hint::black_box(c.compress(t)?);
+    }
+    Ok(())
 }

@@ -24,21 +24,9 @@ fn event(n: u64, payload: &str) -> NewEvent {
 const RAW_TABLE: &str = "CREATE TABLE IF NOT EXISTS raw (session TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (session, seq))";
 const RAW_INSERT: &str = "INSERT INTO raw (session, seq, body) VALUES (?1, ?2, ?3)";
 
-/// A row for a measurement that failed: the failure is the result, never a time.
-fn failed(workload: &str, baseline: &str, target: &str, e: &anyhow::Error) -> Row {
-    Row {
-        workload: workload.into(),
-        baseline: baseline.into(),
-        ratio: f64::NAN,
-        target: target.into(),
-        met: false,
-        detail: format!("failed: {e:#}"),
-    }
-}
-
 /// `row` when the measurement succeeded, else a failed row.
 fn settle(workload: &str, baseline: &str, target: &str, r: anyhow::Result<Row>) -> Row {
-    r.unwrap_or_else(|e| failed(workload, baseline, target, &e))
+    r.unwrap_or_else(|e| Row::failed(workload, baseline, target, &e))
 }
 
 fn start(j: &mut Journal) -> anyhow::Result<()> {
@@ -283,8 +271,10 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
             settle(RESTORE.0, RESTORE.1, "<= 1.5x", restore_whole(plan, &r)),
             settle(DEPTH.0, DEPTH.1, "<= 1.5x", restore_depth(plan, &r)),
         ]),
-        Err(e) => rows
-            .extend([failed(RESTORE.0, RESTORE.1, "<= 1.5x", &e), failed(DEPTH.0, DEPTH.1, "<= 1.5x", &e)]),
+        Err(e) => rows.extend([
+            Row::failed(RESTORE.0, RESTORE.1, "<= 1.5x", &e),
+            Row::failed(DEPTH.0, DEPTH.1, "<= 1.5x", &e),
+        ]),
     }
     Ok(rows)
 }

@@ -74,18 +74,22 @@ pub fn replay_peak(
         let dir = tempfile::tempdir()?;
         let (file, size) = make(dir.path())?;
         let run = replay(&file, dir.path())?;
-        Ok(peak_row(
-            workload,
-            baseline,
-            &target,
-            run.peak,
-            size,
-            factor,
-            plus,
-            &format!("{:.2} s", run.wall.as_secs_f64()),
-        ))
+        Ok(child_row(workload, baseline, &target, &run, size, (factor, plus)))
     })();
     measured.unwrap_or_else(|e| Row::failed(workload, baseline, &target, &e))
+}
+
+/// The row of one child run's peak against `factor × size + plus`, its wall time as the detail.
+fn child_row(
+    workload: &str,
+    baseline: &str,
+    target: &str,
+    run: &crate::harness::ChildRun,
+    size: u64,
+    (factor, plus): (f64, u64),
+) -> Row {
+    let wall = format!("{:.2} s", run.wall.as_secs_f64());
+    peak_row(workload, baseline, target, run.peak, size, factor, plus, &wall)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -171,16 +175,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         let row = written.and_then(|()| {
             let run = import(&body, from, &capture)?;
             let size = std::fs::metadata(&body)?.len();
-            Ok(peak_row(
-                &import_row,
-                "body file size",
-                &target,
-                run.peak,
-                size,
-                factor,
-                plus,
-                &format!("{:.2} s", run.wall.as_secs_f64()),
-            ))
+            Ok(child_row(&import_row, "body file size", &target, &run, size, (factor, plus)))
         });
         let imported = row.is_ok();
         rows.push(row.unwrap_or_else(|e| Row::failed(&import_row, "body file size", &target, &e)));

@@ -26,6 +26,10 @@ struct Curve {
 }
 
 impl Curve {
+    fn new(name: &'static str, unit: &'static str) -> Self {
+        Curve { name, unit, points: vec![], failed: None }
+    }
+
     /// The growth exponent fitted over every point (least squares on log-log): 1 is linear.
     fn growth(&self) -> Option<f64> {
         fit_exponent(&self.points)
@@ -95,22 +99,29 @@ fn ts(n: u64) -> chrono::DateTime<Utc> {
 
 /// Runs the curves and writes the plots.
 pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
+    let mut curves = size_curves(plan)?;
+    curves.push(restore_curve(plan)?);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    std::fs::create_dir_all(&dir)?;
+    let mut rows = Vec::new();
+    for c in &curves {
+        let file = dir.join(format!(
+            "{}.svg",
+            c.name.split_whitespace().take(3).collect::<Vec<_>>().join("-").replace(['(', ')', ','], "")
+        ));
+        svg(c, &file)?;
+        rows.push(curve_row(c, &file));
+    }
+    Ok(rows)
+}
+
+/// The ladder, the pipeline and replay against history size.
+fn size_curves(plan: &Plan) -> anyhow::Result<Vec<Curve>> {
     let sizes: &[usize] = if plan.scale < 1.0 { &[1, 5, 10] } else { &[1, 5, 10, 25, 50] };
-    let mut curves = Vec::new();
-    let mut ladder_c = Curve {
-        name: "rung 3 with shrink, archiving into CCR",
-        unit: "history MB",
-        points: vec![],
-        failed: None,
-    };
-    let mut pipe_c = Curve {
-        name: "compaction pipeline (microcompact, trim, level 3), archiving into CCR",
-        unit: "history MB",
-        points: vec![],
-        failed: None,
-    };
-    let mut replay_c =
-        Curve { name: "replay of a synthetic capture", unit: "history MB", points: vec![], failed: None };
+    let mut ladder_c = Curve::new("rung 3 with shrink, archiving into CCR", "history MB");
+    let mut pipe_c =
+        Curve::new("compaction pipeline (microcompact, trim, level 3), archiving into CCR", "history MB");
+    let mut replay_c = Curve::new("replay of a synthetic capture", "history MB");
     let dir = tempfile::tempdir()?;
     for &mb in sizes {
         let h: Vec<Message> = agent_history(mb << 20, 90 + mb as u64);
@@ -121,66 +132,44 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         let mut stores = Stores::open(dir.path(), &format!("pipe{mb}-"), rounds + 1)?;
         pipe_c.measure(mb as f64, || try_time(rounds, || pipeline_once(&h, Some(stores.take()?))));
         drop(h);
-        let capture = large_capture(mb << 20, 300 + mb as u64, salvage_types::capture::RejectStyle::Http413);
-        // Journals opened beforehand, one per run, as files: the replay writes what it does live.
-        let mut journals = (0..2)
-            .map(|i| Journal::open(&dir.path().join(format!("replay{mb}-{i}.db")), &Default::default()))
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter();
-        replay_c.measure(mb as f64, || {
-            try_time(1, || {
-                let mut j = journals.next().ok_or_else(|| anyhow::anyhow!("out of journals"))?;
-                let mut s = salvage_recovery::summarizer::Builtin;
-                let opts = salvage_replay::driver::Options {
-                    summarizer: &mut s,
-                    hooks: &mut salvage_recovery::compaction::NoHooks,
-                    start: ts(0),
-                    session: "s".into(),
-                    rung3_keep: ladder::RUNG3_KEEP,
-                    clock: &salvage_types::SystemClock,
-                };
-                std::hint::black_box(salvage_replay::driver::replay(&capture, &mut j, opts)?);
-                Ok(())
-            })
-        });
+        replay_point(&mut replay_c, mb, dir.path())?;
     }
-    curves.push(ladder_c);
-    curves.push(pipe_c);
-    curves.push(replay_c);
-    // Restore against session length.
-    let lengths: &[u64] = if plan.scale < 1.0 { &[1_000, 10_000] } else { &[1_000, 10_000, 100_000] };
-    let mut restore_c =
-        Curve { name: "restore at the last event", unit: "session events", points: vec![], failed: None };
-    for &n in lengths {
-        let mut j = Journal::in_memory()?;
-        j.start_session("s", "", NewEvent::new("e0", ts(0), EventBody::MessageAppended { count: 0 }))?;
-        let mut batch = Vec::new();
-        for k in 1..n {
-            let e = if k % 10 == 0 && k / 10 <= 1000 {
-                NewEvent::new(format!("e{k}"), ts(k), EventBody::MessageAppended { count: 1 }).with_history(
-                    HistoryChange::Append(vec![Message::user(format!("message {k}: {}", "x".repeat(200)))]),
-                )
-            } else {
-                NewEvent::new(
-                    format!("e{k}"),
-                    ts(k),
-                    EventBody::RequestSent {
-                        attempt: 0,
-                        bytes: k,
-                        estimated_tokens: k,
-                        real_tokens: None,
-                        history_digest: String::new(),
-                        accepted: true,
-                    },
-                )
+    Ok(vec![ladder_c, pipe_c, replay_c])
+}
+
+/// One replay of a synthetic capture of `mb` MB, journaled into a file.
+fn replay_point(curve: &mut Curve, mb: usize, dir: &Path) -> anyhow::Result<()> {
+    let capture = large_capture(mb << 20, 300 + mb as u64, salvage_types::capture::RejectStyle::Http413);
+    // Journals opened beforehand, one per run, as files: the replay writes what it does live.
+    let mut journals = (0..2)
+        .map(|i| Journal::open(&dir.join(format!("replay{mb}-{i}.db")), &Default::default()))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter();
+    curve.measure(mb as f64, || {
+        try_time(1, || {
+            let mut j = journals.next().ok_or_else(|| anyhow::anyhow!("out of journals"))?;
+            let mut s = salvage_recovery::summarizer::Builtin;
+            let opts = salvage_replay::driver::Options {
+                summarizer: &mut s,
+                hooks: &mut salvage_recovery::compaction::NoHooks,
+                start: ts(0),
+                session: "s".into(),
+                rung3_keep: ladder::RUNG3_KEEP,
+                clock: &salvage_types::SystemClock,
             };
-            batch.push(e);
-            if batch.len() == 1000 {
-                j.append("s", None, std::mem::take(&mut batch))?;
-            }
-        }
-        j.append("s", None, batch)?;
-        let store = j;
+            std::hint::black_box(salvage_replay::driver::replay(&capture, &mut j, opts)?);
+            Ok(())
+        })
+    });
+    Ok(())
+}
+
+/// Restore against session length.
+fn restore_curve(plan: &Plan) -> anyhow::Result<Curve> {
+    let lengths: &[u64] = if plan.scale < 1.0 { &[1_000, 10_000] } else { &[1_000, 10_000, 100_000] };
+    let mut restore_c = Curve::new("restore at the last event", "session events");
+    for &n in lengths {
+        let store = session_of(n)?;
         let last = store.version("s")?;
         // A fresh handle: no in-memory head, the fold starts from the nearest snapshot.
         restore_c.measure(n as f64, || {
@@ -190,38 +179,65 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
             })
         });
     }
-    curves.push(restore_c);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
-    std::fs::create_dir_all(&dir)?;
-    let mut rows = Vec::new();
-    for c in &curves {
-        let file = dir.join(format!(
-            "{}.svg",
-            c.name.split_whitespace().take(3).collect::<Vec<_>>().join("-").replace(['(', ')', ','], "")
-        ));
-        svg(c, &file)?;
-        let detail =
-            c.points.iter().map(|(x, y)| format!("{x}: {:.1} ms", y * 1e3)).collect::<Vec<_>>().join(", ");
-        let workload = format!("scaling: {} (vs {})", c.name, c.unit);
-        rows.push(match (&c.failed, c.growth()) {
-            (Some(e), _) => {
-                Row::failed(&workload, "linear growth (exponent 1)", "<= 1.1", &anyhow::anyhow!("{e}"))
-            }
-            (None, None) => Row::failed(
-                &workload,
-                "linear growth (exponent 1)",
-                "<= 1.1",
-                &anyhow::anyhow!("fewer than two points"),
-            ),
-            (None, Some(k)) => Row {
-                workload,
-                baseline: "linear growth (exponent 1)".into(),
-                ratio: k,
-                target: "<= 1.1 (exponent)".into(),
-                met: k <= 1.1,
-                detail: format!("fitted exponent {k:.2}; {detail}; plot {}", file.display()),
-            },
-        });
+    Ok(restore_c)
+}
+
+/// An in-memory journal holding one session of `n` events: mostly requests, with a message
+/// appended every tenth event (up to 1,000 messages).
+fn session_of(n: u64) -> anyhow::Result<Journal> {
+    let mut j = Journal::in_memory()?;
+    j.start_session("s", "", NewEvent::new("e0", ts(0), EventBody::MessageAppended { count: 0 }))?;
+    let mut batch = Vec::new();
+    for k in 1..n {
+        let e = if k % 10 == 0 && k / 10 <= 1000 {
+            NewEvent::new(format!("e{k}"), ts(k), EventBody::MessageAppended { count: 1 }).with_history(
+                HistoryChange::Append(vec![Message::user(format!("message {k}: {}", "x".repeat(200)))]),
+            )
+        } else {
+            NewEvent::new(
+                format!("e{k}"),
+                ts(k),
+                EventBody::RequestSent {
+                    attempt: 0,
+                    bytes: k,
+                    estimated_tokens: k,
+                    real_tokens: None,
+                    history_digest: String::new(),
+                    accepted: true,
+                },
+            )
+        };
+        batch.push(e);
+        if batch.len() == 1000 {
+            j.append("s", None, std::mem::take(&mut batch))?;
+        }
     }
-    Ok(rows)
+    j.append("s", None, batch)?;
+    Ok(j)
+}
+
+/// A curve's row: its fitted exponent against the target, or why it has none.
+fn curve_row(c: &Curve, file: &Path) -> Row {
+    let detail =
+        c.points.iter().map(|(x, y)| format!("{x}: {:.1} ms", y * 1e3)).collect::<Vec<_>>().join(", ");
+    let workload = format!("scaling: {} (vs {})", c.name, c.unit);
+    match (&c.failed, c.growth()) {
+        (Some(e), _) => {
+            Row::failed(&workload, "linear growth (exponent 1)", "<= 1.1", &anyhow::anyhow!("{e}"))
+        }
+        (None, None) => Row::failed(
+            &workload,
+            "linear growth (exponent 1)",
+            "<= 1.1",
+            &anyhow::anyhow!("fewer than two points"),
+        ),
+        (None, Some(k)) => Row {
+            workload,
+            baseline: "linear growth (exponent 1)".into(),
+            ratio: k,
+            target: "<= 1.1 (exponent)".into(),
+            met: k <= 1.1,
+            detail: format!("fitted exponent {k:.2}; {detail}; plot {}", file.display()),
+        },
+    }
 }

@@ -19,24 +19,14 @@ pub struct Case {
 /// Escapes text for XML attribute values and character data; characters XML 1.0 cannot carry
 /// (most control characters) become `\u{…}` text.
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' => out.push_str("&#9;"),
-            '\r' => out.push_str("&#13;"),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    crate::markup::escape_with(s, |c, out| match c {
+        '\'' => out.push_str("&apos;"),
+        '\n' => out.push_str("&#10;"),
+        '\t' => out.push_str("&#9;"),
+        '\r' => out.push_str("&#13;"),
+        c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => crate::markup::push_visible(c, out),
+        c => out.push(c),
+    })
 }
 
 /// The XML document.

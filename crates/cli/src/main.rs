@@ -10,6 +10,7 @@ mod db;
 mod exit;
 mod html;
 mod junit;
+mod markup;
 mod output;
 mod summarizers;
 mod terminal;

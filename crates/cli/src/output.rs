@@ -55,6 +55,12 @@ impl Output {
     }
 }
 
+/// The short form of a session id shown in tables: the part after `@` (its run stamp), which
+/// `journal` commands accept as a prefix.
+pub fn short_session(id: &str) -> &str {
+    id.split_once('@').map(|(_, s)| s).unwrap_or(id)
+}
+
 /// Pads cells into aligned columns; every cell is escaped for the terminal first
 /// ([`crate::terminal::escape`]), so an id or title cannot drive it or break the layout.
 pub fn table(rows: &[Vec<String>]) -> String {

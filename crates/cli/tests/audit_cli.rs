@@ -5,23 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+mod common;
+
+use common::{cmd, root, salvage};
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_salvage"));
-    c.args(args).current_dir(dir).env_remove("SALVAGE_DB").stdin(Stdio::null());
-    c
-}
-
-fn salvage(dir: &Path, args: &[&str]) -> Output {
-    cmd(dir, args).output().unwrap()
-}
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let o = salvage(dir, args);

@@ -2,17 +2,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn salvage(dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_salvage"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SALVAGE_DB")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::salvage;
+
+use std::process::Command;
 
 #[test]
 fn put_then_recall_every_marker_form() {

@@ -4,23 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use common::{corpus, salvage};
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus")
-}
-
-fn salvage(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_salvage"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SALVAGE_DB")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 /// A small xorshift generator seeded from the clock (the seed is printed for a rerun).
 struct Rng(u64);

@@ -5,6 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+mod common;
+
+use common::{cmd, corpus, salvage};
+
 use chrono::{TimeZone, Utc};
 use salvage_journal::{HistoryChange, Journal, NewEvent};
 use salvage_store::Options;
@@ -12,20 +16,6 @@ use salvage_types::event::EventBody;
 use salvage_types::Message;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus")
-}
-
-fn cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_salvage"));
-    c.args(args).current_dir(dir).env_remove("SALVAGE_DB").stdin(Stdio::null());
-    c
-}
-
-fn salvage(dir: &Path, args: &[&str]) -> Output {
-    cmd(dir, args).output().unwrap()
-}
 
 fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))

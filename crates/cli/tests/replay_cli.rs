@@ -3,24 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+mod common;
+
+use common::{corpus, salvage};
+
 use salvage_journal::Journal;
 use salvage_store::Options;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus")
-}
-
-fn salvage(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_salvage"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SALVAGE_DB")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 fn strip_sessions(mut v: serde_json::Value) -> serde_json::Value {
     for c in v["captures"].as_array_mut().unwrap() {

@@ -5,25 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{root, salvage};
+
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn salvage(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_salvage"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SALVAGE_DB")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 fn ok(o: &Output) -> String {
     assert!(

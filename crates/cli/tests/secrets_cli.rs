@@ -6,19 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn salvage(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_salvage"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SALVAGE_DB")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::salvage;
+
+use std::collections::BTreeMap;
 
 const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const HEX: &str = "0123456789abcdef";

@@ -108,6 +108,93 @@ impl Builder<'_> {
         self.report.insert(name.to_string(), SettingReport { value, raw, source, error });
     }
 
+    /// `CHATCLI_MAX_PAYLOAD`: a size, else no cap.
+    fn max_payload(&mut self) -> Option<u64> {
+        match self.raw("CHATCLI_MAX_PAYLOAD") {
+            None => {
+                self.record("CHATCLI_MAX_PAYLOAD", serde_json::Value::Null, Source::Default, None);
+                None
+            }
+            Some(text) => match ByteSize::parse(&text) {
+                Some(ByteSize(n)) => {
+                    self.record("CHATCLI_MAX_PAYLOAD", serde_json::json!(n), Source::Env, None);
+                    Some(n)
+                }
+                None => {
+                    let why = format!(
+                        "{text:?} is not a positive size such as 5MB, 512KB, 2.5MB, 1G or 1024B; no cap is set"
+                    );
+                    self.record("CHATCLI_MAX_PAYLOAD", serde_json::Value::Null, Source::Default, Some(why));
+                    None
+                }
+            },
+        }
+    }
+
+    /// `CHATCLI_COMPACT_MODEL`: `PROVIDER:model`, else the session model.
+    fn compact_model(&mut self) -> Option<(String, String)> {
+        match self.raw("CHATCLI_COMPACT_MODEL") {
+            None => {
+                self.record("CHATCLI_COMPACT_MODEL", serde_json::Value::Null, Source::Default, None);
+                None
+            }
+            Some(text) => match text.trim().split_once(':') {
+                Some((p, m)) if !p.is_empty() && !m.is_empty() => {
+                    self.record(
+                        "CHATCLI_COMPACT_MODEL",
+                        serde_json::json!({"provider": p, "model": m}),
+                        Source::Env,
+                        None,
+                    );
+                    Some((p.to_string(), m.to_string()))
+                }
+                _ => {
+                    let why = format!("{text:?} must be PROVIDER:model (e.g. anthropic:claude-haiku-4); using the session model");
+                    self.record("CHATCLI_COMPACT_MODEL", serde_json::Value::Null, Source::Default, Some(why));
+                    None
+                }
+            },
+        }
+    }
+
+    /// `CHATCLI_CONTEXT_ENGINE`: builtin, provider or `mcp:<server>`, else builtin.
+    fn context_engine(&mut self) -> ContextEngine {
+        match self.raw("CHATCLI_CONTEXT_ENGINE") {
+            None => {
+                self.record("CHATCLI_CONTEXT_ENGINE", serde_json::json!("builtin"), Source::Default, None);
+                ContextEngine::Builtin
+            }
+            Some(text) => {
+                let t = text.trim();
+                let parsed = match t {
+                    "builtin" => Some(ContextEngine::Builtin),
+                    "provider" => Some(ContextEngine::Provider),
+                    _ => t
+                        .strip_prefix("mcp:")
+                        .filter(|s| !s.trim().is_empty())
+                        .map(|s| ContextEngine::Mcp(s.trim().to_string())),
+                };
+                match parsed {
+                    Some(e) => {
+                        self.record("CHATCLI_CONTEXT_ENGINE", serde_json::json!(t), Source::Env, None);
+                        e
+                    }
+                    None => {
+                        let why =
+                            format!("{text:?} must be builtin, provider or mcp:<server>; using builtin");
+                        self.record(
+                            "CHATCLI_CONTEXT_ENGINE",
+                            serde_json::json!("builtin"),
+                            Source::Default,
+                            Some(why),
+                        );
+                        ContextEngine::Builtin
+                    }
+                }
+            }
+        }
+    }
+
     /// A positive integer setting; anything else is reported and the default stands.
     fn positive(&mut self, name: &str, default: Option<u64>) -> Option<u64> {
         match self.raw(name) {
@@ -151,85 +238,13 @@ impl Config {
         let max_token_escalations = narrow(b.positive("CHATCLI_MAX_TOKEN_ESCALATIONS", Some(2)), 2u32);
         let emergency_keep_messages =
             narrow(b.positive("CHATCLI_EMERGENCY_KEEP_MESSAGES", Some(10)), 10usize);
-        let max_payload = match b.raw("CHATCLI_MAX_PAYLOAD") {
-            None => {
-                b.record("CHATCLI_MAX_PAYLOAD", serde_json::Value::Null, Source::Default, None);
-                None
-            }
-            Some(text) => match ByteSize::parse(&text) {
-                Some(ByteSize(n)) => {
-                    b.record("CHATCLI_MAX_PAYLOAD", serde_json::json!(n), Source::Env, None);
-                    Some(n)
-                }
-                None => {
-                    let why = format!(
-                        "{text:?} is not a positive size such as 5MB, 512KB, 2.5MB, 1G or 1024B; no cap is set"
-                    );
-                    b.record("CHATCLI_MAX_PAYLOAD", serde_json::Value::Null, Source::Default, Some(why));
-                    None
-                }
-            },
-        };
+        let max_payload = b.max_payload();
         let microcompact_truncate_turns =
             narrow(b.positive("CHATCLI_MICROCOMPACT_TRUNCATE_TURNS", Some(2)), 2u32);
         let microcompact_summarize_turns =
             narrow(b.positive("CHATCLI_MICROCOMPACT_SUMMARIZE_TURNS", Some(4)), 4u32);
-        let compact_model = match b.raw("CHATCLI_COMPACT_MODEL") {
-            None => {
-                b.record("CHATCLI_COMPACT_MODEL", serde_json::Value::Null, Source::Default, None);
-                None
-            }
-            Some(text) => match text.trim().split_once(':') {
-                Some((p, m)) if !p.is_empty() && !m.is_empty() => {
-                    b.record(
-                        "CHATCLI_COMPACT_MODEL",
-                        serde_json::json!({"provider": p, "model": m}),
-                        Source::Env,
-                        None,
-                    );
-                    Some((p.to_string(), m.to_string()))
-                }
-                _ => {
-                    let why = format!("{text:?} must be PROVIDER:model (e.g. anthropic:claude-haiku-4); using the session model");
-                    b.record("CHATCLI_COMPACT_MODEL", serde_json::Value::Null, Source::Default, Some(why));
-                    None
-                }
-            },
-        };
-        let context_engine = match b.raw("CHATCLI_CONTEXT_ENGINE") {
-            None => {
-                b.record("CHATCLI_CONTEXT_ENGINE", serde_json::json!("builtin"), Source::Default, None);
-                ContextEngine::Builtin
-            }
-            Some(text) => {
-                let t = text.trim();
-                let parsed = match t {
-                    "builtin" => Some(ContextEngine::Builtin),
-                    "provider" => Some(ContextEngine::Provider),
-                    _ => t
-                        .strip_prefix("mcp:")
-                        .filter(|s| !s.trim().is_empty())
-                        .map(|s| ContextEngine::Mcp(s.trim().to_string())),
-                };
-                match parsed {
-                    Some(e) => {
-                        b.record("CHATCLI_CONTEXT_ENGINE", serde_json::json!(t), Source::Env, None);
-                        e
-                    }
-                    None => {
-                        let why =
-                            format!("{text:?} must be builtin, provider or mcp:<server>; using builtin");
-                        b.record(
-                            "CHATCLI_CONTEXT_ENGINE",
-                            serde_json::json!("builtin"),
-                            Source::Default,
-                            Some(why),
-                        );
-                        ContextEngine::Builtin
-                    }
-                }
-            }
-        };
+        let compact_model = b.compact_model();
+        let context_engine = b.context_engine();
         let tool_result_max_chars =
             narrow(b.positive("CHATCLI_TOOL_RESULT_MAX_CHARS", Some(20_000)), 20_000usize);
         let tool_result_budget_chars =

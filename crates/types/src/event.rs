@@ -381,12 +381,7 @@ impl EventBody {
             ),
             EventBody::MessageAppended { count } => format!("{count} message(s) appended"),
             EventBody::RequestSent { attempt, bytes, estimated_tokens, real_tokens, accepted, .. } => {
-                format!(
-                    "request (attempt {attempt}) {} · ~{estimated_tokens} tokens est{} · {}",
-                    b(*bytes),
-                    real_tokens.map(|t| format!(" / {t} real")).unwrap_or_default(),
-                    if *accepted { "accepted" } else { "rejected" }
-                )
+                request_summary(*attempt, *bytes, *estimated_tokens, *real_tokens, *accepted)
             }
             EventBody::ProviderError { status, class, reason, .. } => format!(
                 "error {}: {class} ({reason})",
@@ -400,18 +395,7 @@ impl EventBody {
                 after_bytes,
                 archived,
                 ..
-            } => {
-                if *outcome == StepOutcome::Applied {
-                    format!(
-                        "recovery attempt {attempt} rung {rung}: {} → {}, {} archived",
-                        b(*before_bytes),
-                        b(*after_bytes),
-                        archived.len()
-                    )
-                } else {
-                    format!("recovery attempt {attempt} rung {rung}: {outcome}")
-                }
-            }
+            } => recovery_summary(*attempt, *rung, *outcome, (*before_bytes, *after_bytes), archived.len()),
             EventBody::CapLearned { message, .. } => message.clone(),
             EventBody::FloorDiagnosis { verdict, floor_bytes, rejected, .. } => {
                 format!("floor {verdict}: base {} vs rejected {}", b(*floor_bytes), b(*rejected))
@@ -427,20 +411,7 @@ impl EventBody {
                 format!("dedup: {stubbed} repeated read(s) stubbed, {} freed", b(*freed_bytes))
             }
             EventBody::Preflight { history_bytes, cap, forced_ratio_percent, warn_no_cap } => {
-                match (cap, forced_ratio_percent) {
-                    (Some(c), Some(r)) => format!(
-                        "pre-flight: history {} over 85% of the cap {} — compaction ratio forced to {r}%",
-                        b(*history_bytes),
-                        b(*c)
-                    ),
-                    (Some(c), None) => {
-                        format!("pre-flight: history {} within the cap {}", b(*history_bytes), b(*c))
-                    }
-                    (None, _) if *warn_no_cap => {
-                        format!("pre-flight: history {} and no cap set — warned", b(*history_bytes))
-                    }
-                    (None, _) => format!("pre-flight: history {}, no cap", b(*history_bytes)),
-                }
+                preflight_summary(*history_bytes, *cap, *forced_ratio_percent, *warn_no_cap)
             }
             EventBody::SkillAging { collapsed } => format!("skill aging: {collapsed} collapsed"),
             EventBody::Compaction { trigger, level, outcome, by: None, .. } => {
@@ -454,14 +425,14 @@ impl EventBody {
                     .map(|k| format!(", pre-compaction history <<ccr:{k}>>"))
                     .unwrap_or_default()
             ),
-            EventBody::SummaryAttempt { attempt, passed, reason, .. } => format!(
-                "summary attempt {attempt}: {}",
-                if *passed {
+            EventBody::SummaryAttempt { attempt, passed, reason, .. } => {
+                let verdict = if *passed {
                     "passed the gate".to_string()
                 } else {
                     format!("rejected ({})", reason.as_deref().unwrap_or("?"))
-                }
-            ),
+                };
+                format!("summary attempt {attempt}: {verdict}")
+            }
             EventBody::ContextEdit { cleared_tool_uses, stubs, .. } => {
                 format!("provider cleared {cleared_tool_uses} tool use(s); {stubs} stub(s) mirrored")
             }
@@ -476,5 +447,46 @@ impl EventBody {
             }
             EventBody::ResponseReceived { stop_reason, .. } => format!("response ({stop_reason})"),
         }
+    }
+}
+
+/// The summary line of a request sent.
+fn request_summary(attempt: u32, bytes: u64, estimated: u64, real: Option<u64>, accepted: bool) -> String {
+    format!(
+        "request (attempt {attempt}) {} · ~{estimated} tokens est{} · {}",
+        crate::bytesize::format_bytes(bytes),
+        real.map(|t| format!(" / {t} real")).unwrap_or_default(),
+        if accepted { "accepted" } else { "rejected" }
+    )
+}
+
+/// The summary line of a recovery attempt; `(before, after)` are the weights.
+fn recovery_summary(
+    attempt: u32,
+    rung: u8,
+    outcome: StepOutcome,
+    (before, after): (u64, u64),
+    archived: usize,
+) -> String {
+    use crate::bytesize::format_bytes as b;
+    if outcome == StepOutcome::Applied {
+        format!("recovery attempt {attempt} rung {rung}: {} → {}, {archived} archived", b(before), b(after))
+    } else {
+        format!("recovery attempt {attempt} rung {rung}: {outcome}")
+    }
+}
+
+/// The summary line of a pre-flight check.
+fn preflight_summary(history: u64, cap: Option<u64>, forced: Option<u64>, warn_no_cap: bool) -> String {
+    use crate::bytesize::format_bytes as b;
+    match (cap, forced) {
+        (Some(c), Some(r)) => format!(
+            "pre-flight: history {} over 85% of the cap {} — compaction ratio forced to {r}%",
+            b(history),
+            b(c)
+        ),
+        (Some(c), None) => format!("pre-flight: history {} within the cap {}", b(history), b(c)),
+        (None, _) if warn_no_cap => format!("pre-flight: history {} and no cap set — warned", b(history)),
+        (None, _) => format!("pre-flight: history {}, no cap", b(history)),
     }
 }

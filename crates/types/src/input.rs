@@ -7,7 +7,7 @@
 //!
 //! `replay`, `import` and the session importers read through [`read_input`].
 
-use crate::capture::CaptureError;
+use crate::error::CaptureError;
 use std::io::Read;
 use std::path::Path;
 

@@ -9,7 +9,7 @@
 //! is carried in the message's `wire` template (see [`crate::shape`]).
 
 use crate::conv::{self, without, Runs};
-use crate::shape::{self, finish, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
+use crate::shape::{self, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
 use crate::{kind, Cx, Imported};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Image, Message, Role, SystemPart, ToolCall};
@@ -69,21 +69,14 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
             )
         }
     }
-    let messages = top
-        .get("messages")
-        .ok_or_else(|| cx.err("messages", "missing (an Anthropic Messages body has a messages array)"))?;
-    for (i, m) in cx.arr(messages, "messages")?.iter().enumerate() {
-        for d in message(cx, m, &format!("messages[{i}]"))? {
-            history.push(finish(d, F, default_template));
-        }
-    }
-    let fields = without(top, &modeled);
-    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
+    let missing = "missing (an Anthropic Messages body has a messages array)";
+    let read = |m: &Value, path: &str| message(cx, m, path);
+    history.extend(conv::message_list(cx, top, ("messages", missing), read, F, default_template)?);
     Ok(Imported {
         history,
         model: cx.opt_str(top, "model", "")?.map(str::to_string),
         provider: Some("anthropic".to_string()),
-        request: Some(request),
+        request: Some(conv::request_of(F, body, top, &modeled)),
     })
 }
 
@@ -123,14 +116,7 @@ fn system(cx: &Cx<'_>, blocks: &[Value]) -> Result<Message, CaptureError> {
 
 pub(crate) fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureError> {
     let o = cx.obj(m, path)?;
-    let role = match cx.req_str(o, "role", path)? {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => {
-            return Err(cx
-                .err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant")))
-        }
-    };
+    let role = conv::user_or_assistant(cx, o, path)?;
     let content = o.get("content").ok_or_else(|| cx.err(&format!("{path}.content"), "missing"))?;
     let env = without(o, &["content"]);
     let blocks = match content {
@@ -159,22 +145,29 @@ pub(crate) fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, 
             }
             _ => {
                 let (tpl, add) = block(cx, bo, b, role, &bpath)?;
-                let msg = runs.block(tpl);
-                match add {
-                    Add::Nothing => {}
-                    Add::Image(img) => msg.images.push(img),
-                    Add::Call(c) => msg.tool_calls.push(c),
-                }
+                add.apply(runs.block(tpl));
             }
         }
     }
     Ok(runs.finish())
 }
 
+/// What a block adds to the message it goes to, besides its template.
 pub(crate) enum Add {
     Nothing,
     Image(Image),
     Call(ToolCall),
+}
+
+impl Add {
+    /// Models the image or call on the message the block went to.
+    pub(crate) fn apply(self, msg: &mut Message) {
+        match self {
+            Add::Nothing => {}
+            Add::Image(img) => msg.images.push(img),
+            Add::Call(c) => msg.tool_calls.push(c),
+        }
+    }
 }
 
 /// One non-result block: its template and what it adds to the message.
@@ -193,11 +186,8 @@ pub(crate) fn block(
         Some("image") => match image_of(bo) {
             Some(img) => {
                 let rest = without(bo, &["source"]);
-                if Anthropic.image(rest.clone(), &img) == *b {
-                    (slot("image", rest), Add::Image(img))
-                } else {
-                    (lit(b.clone()), Add::Nothing)
-                }
+                let (tpl, img) = shape::image_slot(&Anthropic, rest, img, b);
+                (tpl, img.map_or(Add::Nothing, Add::Image))
             }
             None => (lit(b.clone()), Add::Nothing),
         },
@@ -408,13 +398,7 @@ pub(crate) fn body(request: &Request, history: &[Message]) -> Value {
             }
             continue;
         }
-        let (template, join, wired) = match shape::template_of(m, F) {
-            Some((t, j)) => (t.clone(), j, true),
-            None => {
-                let (t, j) = default_template(m);
-                (t, j, false)
-            }
-        };
+        let (template, join, wired) = shape::template_for(m, F, default_template);
         let v = shape::build(&Anthropic, m, &template, &names, |v, f| place(v, f, m));
         let join = if wired {
             join

@@ -10,6 +10,7 @@
 //! `cachePoint`, `guardContent`, `video`, S3 images, unknown blocks — is carried in the message's
 //! `wire` template (see [`crate::shape`]).
 
+use crate::anthropic::Add;
 use crate::conv::{self, without, Runs};
 use crate::shape::{self, finish, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
 use crate::{kind, Cx, Imported};
@@ -68,21 +69,14 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
         None | Some(Value::Null | Value::Array(_)) => {}
         Some(v) => return Err(cx.err("system", format!("expected an array of blocks, found {}", kind(v)))),
     }
-    let messages = top
-        .get("messages")
-        .ok_or_else(|| cx.err("messages", "missing (a Bedrock Converse body has a messages array)"))?;
-    for (i, m) in cx.arr(messages, "messages")?.iter().enumerate() {
-        for d in message(cx, m, &format!("messages[{i}]"))? {
-            history.push(finish(d, F, default_template));
-        }
-    }
-    let fields = without(top, &modeled);
-    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
+    let missing = "missing (a Bedrock Converse body has a messages array)";
+    let read = |m: &Value, path: &str| message(cx, m, path);
+    history.extend(conv::message_list(cx, top, ("messages", missing), read, F, default_template)?);
     Ok(Imported {
         history,
         model: top.get("modelId").and_then(Value::as_str).map(str::to_string),
         provider: Some("bedrock".to_string()),
-        request: Some(request),
+        request: Some(conv::request_of(F, body, top, &modeled)),
     })
 }
 
@@ -101,14 +95,7 @@ fn system(cx: &Cx<'_>, blocks: &[Value]) -> Result<Message, CaptureError> {
 
 fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureError> {
     let o = cx.obj(m, path)?;
-    let role = match cx.req_str(o, "role", path)? {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => {
-            return Err(cx
-                .err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant")))
-        }
-    };
+    let role = conv::user_or_assistant(cx, o, path)?;
     let content = o.get("content").ok_or_else(|| cx.err(&format!("{path}.content"), "missing"))?;
     let blocks = cx.arr(content, &format!("{path}.content"))?;
     let mut runs = Runs::new(without(o, &["content"]), "role", "content", role);
@@ -122,20 +109,9 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str) -> Result<Vec<Draft>, CaptureErro
             }
         }
         let (tpl, add) = block(bo, b, role);
-        let msg = runs.block(tpl);
-        match add {
-            Add::Nothing => {}
-            Add::Image(img) => msg.images.push(img),
-            Add::Call(c) => msg.tool_calls.push(c),
-        }
+        add.apply(runs.block(tpl));
     }
     Ok(runs.finish())
-}
-
-enum Add {
-    Nothing,
-    Image(Image),
-    Call(ToolCall),
 }
 
 fn block(bo: &Map<String, Value>, b: &Value, role: Role) -> (Value, Add) {
@@ -156,10 +132,8 @@ fn block(bo: &Map<String, Value>, b: &Value, role: Role) -> (Value, Add) {
                 rest.insert("image".into(), Value::Object(imr));
             }
         }
-        if Bedrock.image(rest.clone(), &img) == *b {
-            return (slot("image", rest), Add::Image(img));
-        }
-        return (lit(b.clone()), Add::Nothing);
+        let (tpl, img) = shape::image_slot(&Bedrock, rest, img, b);
+        return (tpl, img.map_or(Add::Nothing, Add::Image));
     }
     if let (Some(Value::Object(tu)), Role::Assistant) = (bo.get("toolUse"), role) {
         if let (Some(Value::String(id)), Some(Value::String(name))) = (tu.get("toolUseId"), tu.get("name")) {
@@ -279,11 +253,7 @@ fn place(v: &mut Value, f: &mut Fill<'_>, msg: &Message) {
         }
         return;
     }
-    if let Some(t) = text {
-        blocks.insert(0, json!({"text": t}));
-    }
-    blocks.extend(images);
-    blocks.extend(calls);
+    conv::place_rest(blocks, text, images, calls);
 }
 
 /// The Converse body for a history, with the request's other fields.
@@ -295,13 +265,7 @@ pub(crate) fn body(request: &Request, history: &[Message]) -> Value {
     let mut system: Vec<Value> = Vec::new();
     let mut messages: Vec<Value> = Vec::new();
     for m in history {
-        let (template, join, wired) = match shape::template_of(m, F) {
-            Some((t, j)) => (t.clone(), j, true),
-            None => {
-                let (t, j) = default_template(m);
-                (t, j, false)
-            }
-        };
+        let (template, join, wired) = shape::template_for(m, F, default_template);
         let v = shape::build(&Bedrock, m, &template, &names, |v, f| place(v, f, m));
         if m.role == Role::System {
             if let Some(Value::Array(b)) = v.get("system") {

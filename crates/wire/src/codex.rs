@@ -106,23 +106,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
         let ts = o.get("timestamp").and_then(Value::as_str).map(str::to_string);
         let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
         match (kind, o.get("payload")) {
-            ("session_meta", Some(p)) => {
-                session.id = p.get("id").and_then(Value::as_str).map(str::to_string).or(session.id);
-                if let Some(prov) = p.get("model_provider").and_then(Value::as_str) {
-                    session.provider = Some(prov.to_string());
-                }
-                if let Some(text) =
-                    p.get("base_instructions").and_then(|b| b.get("text")).and_then(Value::as_str)
-                {
-                    session.fields.insert("instructions".into(), json!(text));
-                }
-                r.report.count(
-                    "record:session_meta",
-                    Disposition::Skipped(
-                        "session metadata (id, provider, instructions) read; not a history item".into(),
-                    ),
-                );
-            }
+            ("session_meta", Some(p)) => session_meta(&mut session, p, &mut r.report),
             ("turn_context", Some(p)) => {
                 if let Some(m) = p.get("model").and_then(Value::as_str) {
                     session.model = Some(m.to_string());
@@ -136,18 +120,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
                 r.item(p, &id, ts, false, format!("line {line}.payload"))
             }
             ("compacted", Some(Value::Object(p))) => r.compacted(p, id, ts, &format!("line {line}.payload")),
-            ("event_msg", Some(p)) => {
-                let ev = p.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
-                if ev == "thread_rolled_back" {
-                    let turns = p.get("num_turns").and_then(Value::as_u64).unwrap_or(0);
-                    r.rollback(turns, id, ts);
-                } else {
-                    r.report.count(
-                        &format!("record:event_msg/{ev}"),
-                        Disposition::Skipped("UI event: the history is in the response_item records".into()),
-                    );
-                }
-            }
+            ("event_msg", Some(p)) => r.event_msg(p, id, ts),
             ("", None) if k == 0 && o.contains_key("id") => {
                 session.id = o.get("id").and_then(Value::as_str).map(str::to_string);
                 r.report.count(
@@ -158,12 +131,8 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
             (t, None) if is_item_type(t) => r.item(&o, &id, ts, true, format!("line {line}")),
             (other, _) => {
                 let name = if other.is_empty() { "(untyped)" } else { other };
-                r.report.count(
-                    &format!("record:{name}"),
-                    Disposition::Skipped(format!(
-                        "record type {name:?} is not a rollout item this build reads"
-                    )),
-                );
+                let why = format!("record type {name:?} is not a rollout item this build reads");
+                r.report.count(&format!("record:{name}"), Disposition::Skipped(why));
             }
         }
     }
@@ -178,6 +147,21 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     session.steps = r.steps;
     session.report = r.report;
     Ok(session)
+}
+
+/// A `session_meta` record: the session id, the provider and the base instructions.
+fn session_meta(session: &mut Session, p: &Value, report: &mut Report) {
+    session.id = p.get("id").and_then(Value::as_str).map(str::to_string).or(session.id.take());
+    if let Some(prov) = p.get("model_provider").and_then(Value::as_str) {
+        session.provider = Some(prov.to_string());
+    }
+    if let Some(text) = p.get("base_instructions").and_then(|b| b.get("text")).and_then(Value::as_str) {
+        session.fields.insert("instructions".into(), json!(text));
+    }
+    report.count(
+        "record:session_meta",
+        Disposition::Skipped("session metadata (id, provider, instructions) read; not a history item".into()),
+    );
 }
 
 /// Response item types of the older layout, where items are written bare.
@@ -456,6 +440,20 @@ impl<'a> Reader<'a> {
             ts,
             change: Change::Compaction { trigger: None, pre_tokens: None, history, exact },
         });
+    }
+
+    /// An `event_msg` record: a rollback is replayed, any other UI event counted.
+    fn event_msg(&mut self, p: &Value, id: String, ts: Option<String>) {
+        let ev = p.get("type").and_then(Value::as_str).unwrap_or("(untyped)");
+        if ev == "thread_rolled_back" {
+            let turns = p.get("num_turns").and_then(Value::as_u64).unwrap_or(0);
+            self.rollback(turns, id, ts);
+        } else {
+            self.report.count(
+                &format!("record:event_msg/{ev}"),
+                Disposition::Skipped("UI event: the history is in the response_item records".into()),
+            );
+        }
     }
 
     fn rollback(&mut self, turns: u64, id: String, ts: Option<String>) {

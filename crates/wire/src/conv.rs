@@ -3,7 +3,9 @@
 //! more salvage messages — each tool result its own `tool` message, each run of other blocks one
 //! message — and the later ones *join* the first when the body is rebuilt.
 
-use crate::shape::Draft;
+use crate::shape::{finish, Draft};
+use crate::Cx;
+use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Message, Role};
 use serde_json::{Map, Value};
 
@@ -111,4 +113,65 @@ pub(crate) fn last_is_results(out: &[Value], content_key: &str, is_result: impl 
 /// An object's fields without `skip`.
 pub(crate) fn without(o: &Map<String, Value>, skip: &[&str]) -> Map<String, Value> {
     o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// The body's message list `key` (`missing`: what the error says when it is absent), each item
+/// read into drafts by `read(item, path)` and finished in `format`.
+pub(crate) fn message_list(
+    cx: &Cx<'_>,
+    top: &Map<String, Value>,
+    (key, missing): (&str, &str),
+    mut read: impl FnMut(&Value, &str) -> Result<Vec<Draft>, CaptureError>,
+    format: RequestFormat,
+    default: fn(&Message) -> (Value, bool),
+) -> Result<Vec<Message>, CaptureError> {
+    let list = top.get(key).ok_or_else(|| cx.err(key, missing))?;
+    let mut out = Vec::new();
+    for (i, m) in cx.arr(list, key)?.iter().enumerate() {
+        for d in read(m, &format!("{key}[{i}]"))? {
+            out.push(finish(d, format, default));
+        }
+    }
+    Ok(out)
+}
+
+/// The request as sent besides its messages: its format, the body's size and the top-level
+/// fields not `modeled`.
+pub(crate) fn request_of(
+    format: RequestFormat,
+    body: &Value,
+    top: &Map<String, Value>,
+    modeled: &[&str],
+) -> Request {
+    Request {
+        format,
+        bytes: Some(salvage_types::weight::compact_json_len(body)),
+        fields: without(top, modeled),
+    }
+}
+
+/// A message's `role` where the format knows only user and assistant messages.
+pub(crate) fn user_or_assistant(
+    cx: &Cx<'_>,
+    o: &Map<String, Value>,
+    path: &str,
+) -> Result<Role, CaptureError> {
+    match cx.req_str(o, "role", path)? {
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        other => {
+            Err(cx
+                .err(&format!("{path}.role"), format!("unknown role {other:?}, expected user or assistant")))
+        }
+    }
+}
+
+/// Places what had no slot in a block list: the leftover text first, then the images, then the
+/// calls.
+pub(crate) fn place_rest(blocks: &mut Vec<Value>, text: Option<&str>, images: Vec<Value>, calls: Vec<Value>) {
+    if let Some(t) = text {
+        blocks.insert(0, serde_json::json!({"text": t}));
+    }
+    blocks.extend(images);
+    blocks.extend(calls);
 }

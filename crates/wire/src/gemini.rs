@@ -77,17 +77,11 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
             modeled.push(key);
         }
     }
-    let contents = top
-        .get("contents")
-        .ok_or_else(|| cx.err("contents", "missing (a Gemini generateContent body has a contents array)"))?;
+    let missing = "missing (a Gemini generateContent body has a contents array)";
     let mut ids = Ids::default();
-    for (i, c) in cx.arr(contents, "contents")?.iter().enumerate() {
-        for d in content(cx, c, &format!("contents[{i}]"), &mut ids)? {
-            history.push(finish(d, F, default_template));
-        }
-    }
-    let fields = without(top, &modeled);
-    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
+    let read = |c: &Value, path: &str| content(cx, c, path, &mut ids);
+    history.extend(conv::message_list(cx, top, ("contents", missing), read, F, default_template)?);
+    let request = conv::request_of(F, body, top, &modeled);
     let model = top.get("model").and_then(Value::as_str).map(|m| m.trim_start_matches("models/").to_string());
     Ok(Imported { history, model, provider: Some("gemini".to_string()), request: Some(request) })
 }
@@ -173,11 +167,8 @@ fn content(cx: &Cx<'_>, c: &Value, path: &str, ids: &mut Ids) -> Result<Vec<shap
             if let Some(Value::Object(d)) = po.get(key) {
                 rest.insert(key.into(), Value::Object(without(d, &["mimeType", "mime_type", "data"])));
             }
-            if Gemini.image(rest.clone(), &img) == *p {
-                runs.block(slot("image", rest)).images.push(img);
-            } else {
-                runs.block(lit(p.clone()));
-            }
+            let (tpl, img) = shape::image_slot(&Gemini, rest, img, p);
+            runs.block(tpl).images.extend(img);
         } else {
             runs.block(lit(p.clone()));
         }
@@ -325,11 +316,7 @@ fn place(v: &mut Value, f: &mut Fill<'_>, msg: &Message) {
         }
         return;
     }
-    if let Some(t) = text {
-        parts.insert(0, json!({"text": t}));
-    }
-    parts.extend(images);
-    parts.extend(calls);
+    conv::place_rest(parts, text, images, calls);
 }
 
 /// The `generateContent` body for a history, with the request's other fields.
@@ -339,13 +326,7 @@ pub(crate) fn body(request: &Request, history: &[Message]) -> Value {
     let mut system_key = "systemInstruction";
     let mut contents: Vec<Value> = Vec::new();
     for m in history {
-        let (template, join, wired) = match shape::template_of(m, F) {
-            Some((t, j)) => (t.clone(), j, true),
-            None => {
-                let (t, j) = default_template(m);
-                (t, j, false)
-            }
-        };
+        let (template, join, wired) = shape::template_for(m, F, default_template);
         let mut v = shape::build(&Gemini, m, &template, &names, |v, f| place(v, f, m));
         if m.role == Role::System {
             if let Some(o) = v.as_object_mut() {

@@ -24,6 +24,7 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
 
 pub mod anthropic;
+mod arguments;
 pub mod bedrock;
 pub mod chatcli;
 pub mod claude_code;

@@ -88,8 +88,7 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
         let path = format!("messages[{i}]");
         history.push(finish(message(cx, m, &path, &mut legacy)?, F, default_template));
     }
-    let fields = crate::conv::without(top, &["messages"]);
-    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
+    let request = crate::conv::request_of(F, body, top, &["messages"]);
     Ok(Imported {
         history,
         model: cx.opt_str(top, "model", "")?.map(str::to_string),
@@ -104,6 +103,33 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
 struct Legacy {
     n: usize,
     pending: Vec<(String, String)>,
+}
+
+impl Legacy {
+    /// A legacy `function_call` (no id): modeled under a made-up id when it rebuilds as sent.
+    fn call(&mut self, fc: &Map<String, Value>, v: &Value, msg: &mut Message) -> Value {
+        match (fc.get("name").and_then(Value::as_str), fc.get("arguments")) {
+            (Some(name), Some(Value::String(raw))) => {
+                self.n = self.n.saturating_add(1);
+                let id = format!("function_call_{}", self.n);
+                self.pending.push((name.to_string(), id.clone()));
+                let (arguments, fmt) = shape::arguments_from_string(raw);
+                let call = ToolCall { id, kind: "function".into(), name: name.to_string(), arguments };
+                let mut rest = crate::conv::without(fc, &["name", "arguments"]);
+                rest.insert("$legacy".into(), json!(1));
+                if let Some(f) = fmt {
+                    rest.insert("$fmt".into(), json!(f));
+                }
+                if Openai.call(rest.clone(), &call) == *v {
+                    msg.tool_calls.push(call);
+                    slot("call", rest)
+                } else {
+                    lit(v.clone())
+                }
+            }
+            _ => lit(v.clone()),
+        }
+    }
 }
 
 fn message(cx: &Cx<'_>, m: &Value, path: &str, legacy: &mut Legacy) -> Result<Draft, CaptureError> {
@@ -146,30 +172,7 @@ fn message(cx: &Cx<'_>, m: &Value, path: &str, legacy: &mut Legacy) -> Result<Dr
                 }
                 Value::Array(out)
             }
-            ("function_call", Value::Object(fc)) if role == Role::Assistant => {
-                match (fc.get("name").and_then(Value::as_str), fc.get("arguments")) {
-                    (Some(name), Some(Value::String(raw))) => {
-                        legacy.n = legacy.n.saturating_add(1);
-                        let id = format!("function_call_{}", legacy.n);
-                        legacy.pending.push((name.to_string(), id.clone()));
-                        let (arguments, fmt) = shape::arguments_from_string(raw);
-                        let call =
-                            ToolCall { id, kind: "function".into(), name: name.to_string(), arguments };
-                        let mut rest = crate::conv::without(fc, &["name", "arguments"]);
-                        rest.insert("$legacy".into(), json!(1));
-                        if let Some(f) = fmt {
-                            rest.insert("$fmt".into(), json!(f));
-                        }
-                        if Openai.call(rest.clone(), &call) == *v {
-                            msg.tool_calls.push(call);
-                            slot("call", rest)
-                        } else {
-                            lit(v.clone())
-                        }
-                    }
-                    _ => lit(v.clone()),
-                }
-            }
+            ("function_call", Value::Object(fc)) if role == Role::Assistant => legacy.call(fc, v, &mut msg),
             ("tool_call_id", Value::String(id)) if role_name == "tool" => {
                 msg.tool_call_id = Some(id.clone());
                 Value::Object(shape::marker("id"))
@@ -217,12 +220,9 @@ fn part(cx: &Cx<'_>, p: &Value, path: &str, msg: &mut Message) -> Result<Value, 
                     if let Some(Value::Object(iu)) = po.get("image_url") {
                         rest.insert("image_url".into(), Value::Object(crate::conv::without(iu, &["url"])));
                     }
-                    if Openai.image(rest.clone(), &img) == *p {
-                        msg.images.push(img);
-                        slot("image", rest)
-                    } else {
-                        lit(p.clone())
-                    }
+                    let (tpl, img) = shape::image_slot(&Openai, rest, img, p);
+                    msg.images.extend(img);
+                    tpl
                 }
                 None => lit(p.clone()),
             }

@@ -86,8 +86,7 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
             return Err(cx.err("input", format!("expected a string or an array of items, found {}", kind(v))))
         }
     }
-    let fields = without(top, &modeled);
-    let request = Request { format: F, bytes: Some(salvage_types::weight::compact_json_len(body)), fields };
+    let request = crate::conv::request_of(F, body, top, &modeled);
     Ok(Imported {
         history,
         model: cx.opt_str(top, "model", "")?.map(str::to_string),
@@ -102,54 +101,91 @@ fn push_item(d: &mut Draft, item: Value) {
     }
 }
 
+/// Drafts being gathered from input items.
+struct Gather {
+    drafts: Vec<Draft>,
+    /// Whether the last draft is an assistant turn still taking model-side items.
+    open: bool,
+    /// Unmodeled items before the first draft.
+    prefix: Vec<Value>,
+}
+
+impl Gather {
+    /// A new draft of `role`, taking the unmodeled items gathered so far.
+    fn new_draft(&mut self, role: Role) -> Draft {
+        Draft {
+            msg: Message::new(role, ""),
+            template: Value::Array(std::mem::take(&mut self.prefix)),
+            join: false,
+        }
+    }
+
+    /// The assistant draft taking model-side items (a new one unless one is open).
+    fn assistant(&mut self) -> Option<&mut Draft> {
+        if !self.open {
+            let d = self.new_draft(Role::Assistant);
+            self.drafts.push(d);
+            self.open = true;
+        }
+        self.drafts.last_mut()
+    }
+
+    /// A message item: an assistant message joins the open assistant draft.
+    fn message(
+        &mut self,
+        cx: &Cx<'_>,
+        o: &Map<String, Value>,
+        r: &str,
+        path: &str,
+    ) -> Result<(), CaptureError> {
+        let role = match r {
+            "user" => Role::User,
+            "system" | "developer" => Role::System,
+            "assistant" => Role::Assistant,
+            other => {
+                return Err(cx.err(
+                    &format!("{path}.role"),
+                    format!("unknown role {other:?}, expected user, system, developer or assistant"),
+                ))
+            }
+        };
+        if role != Role::Assistant || !self.open {
+            let d = self.new_draft(role);
+            self.drafts.push(d);
+        }
+        self.open = role == Role::Assistant;
+        if let Some(d) = self.drafts.last_mut() {
+            let tpl = text_item(cx, o, (path, "content"), &mut d.msg)?;
+            push_item(d, tpl);
+        }
+        Ok(())
+    }
+
+    /// An unmodeled item: verbatim in the last draft, or before the first.
+    fn verbatim(&mut self, it: &Value) {
+        match self.drafts.last_mut() {
+            Some(d) => push_item(d, lit(it.clone())),
+            None => self.prefix.push(lit(it.clone())),
+        }
+    }
+}
+
 /// Reads input items into drafts; `path_of(i)` names item `i` in errors.
 pub(crate) fn items_to_drafts(
     cx: &Cx<'_>,
     items: &[Value],
     path_of: &dyn Fn(usize) -> String,
 ) -> Result<Vec<Draft>, CaptureError> {
-    let mut drafts: Vec<Draft> = Vec::new();
-    // Whether the last draft is an assistant turn still taking model-side items.
-    let mut open = false;
-    let mut prefix: Vec<Value> = Vec::new();
-    let new = |role: Role, prefix: &mut Vec<Value>| Draft {
-        msg: Message::new(role, ""),
-        template: Value::Array(std::mem::take(prefix)),
-        join: false,
-    };
+    let mut g = Gather { drafts: Vec::new(), open: false, prefix: Vec::new() };
     for (i, it) in items.iter().enumerate() {
         let path = path_of(i);
         let o = cx.obj(it, &path)?;
         let ty = cx.opt_str(o, "type", &path)?;
         let role = cx.opt_str(o, "role", &path)?;
         match (ty, role) {
-            (None | Some("message"), Some(r)) => {
-                let role = match r {
-                    "user" => Role::User,
-                    "system" | "developer" => Role::System,
-                    "assistant" => Role::Assistant,
-                    other => {
-                        return Err(cx.err(
-                            &format!("{path}.role"),
-                            format!("unknown role {other:?}, expected user, system, developer or assistant"),
-                        ))
-                    }
-                };
-                if role != Role::Assistant || !open {
-                    drafts.push(new(role, &mut prefix));
-                }
-                open = role == Role::Assistant;
-                if let Some(d) = drafts.last_mut() {
-                    let tpl = message_item(cx, o, &path, &mut d.msg)?;
-                    push_item(d, tpl);
-                }
-            }
+            (None | Some("message"), Some(r)) => g.message(cx, o, r, &path)?,
             (Some("function_call" | "custom_tool_call"), _) => {
-                if !open {
-                    drafts.push(new(Role::Assistant, &mut prefix));
-                    open = true;
-                }
-                if let Some(d) = drafts.last_mut() {
+                if let Some(d) = g.assistant() {
                     let tpl = call_item(o, it, &mut d.msg);
                     push_item(d, tpl);
                 }
@@ -157,11 +193,7 @@ pub(crate) fn items_to_drafts(
             (Some("local_shell_call"), _) if o.get("call_id").is_some_and(Value::is_string) => {
                 // A call whose output comes back as an input item: modeled (so that its output
                 // pairs), sent as it was.
-                if !open {
-                    drafts.push(new(Role::Assistant, &mut prefix));
-                    open = true;
-                }
-                if let Some(d) = drafts.last_mut() {
+                if let Some(d) = g.assistant() {
                     d.msg.tool_calls.push(ToolCall {
                         id: o.get("call_id").and_then(Value::as_str).unwrap_or_default().to_string(),
                         kind: "local_shell".into(),
@@ -172,34 +204,28 @@ pub(crate) fn items_to_drafts(
                 }
             }
             (Some(t), _) if MODEL_SIDE.contains(&t) => {
-                if !open {
-                    drafts.push(new(Role::Assistant, &mut prefix));
-                    open = true;
-                }
-                if let Some(d) = drafts.last_mut() {
+                if let Some(d) = g.assistant() {
                     push_item(d, lit(it.clone()));
                 }
             }
             (Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output"), _)
                 if o.get("call_id").is_some_and(Value::is_string) =>
             {
-                open = false;
-                let mut d = new(Role::Tool, &mut prefix);
-                let tpl = output_item(cx, o, &path, &mut d.msg)?;
+                g.open = false;
+                let mut d = g.new_draft(Role::Tool);
+                let tpl = text_item(cx, o, (&path, "output"), &mut d.msg)?;
                 push_item(&mut d, tpl);
-                drafts.push(d);
+                g.drafts.push(d);
             }
-            _ => match drafts.last_mut() {
-                Some(d) => push_item(d, lit(it.clone())),
-                None => prefix.push(lit(it.clone())),
-            },
+            _ => g.verbatim(it),
         }
     }
-    if !prefix.is_empty() {
+    if !g.prefix.is_empty() {
         // Only unmodeled items: they travel in an empty user message.
-        drafts.push(new(Role::User, &mut prefix));
+        let d = g.new_draft(Role::User);
+        g.drafts.push(d);
     }
-    Ok(drafts)
+    Ok(g.drafts)
 }
 
 fn content_parts(
@@ -225,12 +251,9 @@ fn content_parts(
                 Some(url) => {
                     let img = crate::openai::image_from_url(url);
                     let rest = without(po, &["image_url"]);
-                    if Responses.image(rest.clone(), &img) == *p {
-                        msg.images.push(img);
-                        slot("image", rest)
-                    } else {
-                        lit(p.clone())
-                    }
+                    let (tpl, img) = shape::image_slot(&Responses, rest, img, p);
+                    msg.images.extend(img);
+                    tpl
                 }
                 None => lit(p.clone()),
             },
@@ -240,18 +263,25 @@ fn content_parts(
     Ok(out)
 }
 
-fn message_item(
+/// A message item's (`key` = `content`) or a tool output item's (`key` = `output`) template: its
+/// text field (a string, or content parts) modeled, and an output's `call_id`; every other field
+/// kept verbatim, in order.
+fn text_item(
     cx: &Cx<'_>,
     o: &Map<String, Value>,
-    path: &str,
+    (path, key): (&str, &str),
     msg: &mut Message,
 ) -> Result<Value, CaptureError> {
     let mut t = Map::new();
     for (k, v) in o {
         let tv = match (k.as_str(), v) {
-            ("content", Value::String(s)) => text_marker("s", Map::new(), s),
-            ("content", Value::Array(parts)) => {
-                Value::Array(content_parts(cx, parts, &format!("{path}.content"), msg)?)
+            ("call_id", Value::String(id)) if key == "output" => {
+                msg.tool_call_id = Some(id.clone());
+                Value::Object(shape::marker("id"))
+            }
+            (k, Value::String(s)) if k == key => text_marker("s", Map::new(), s),
+            (k, Value::Array(parts)) if k == key => {
+                Value::Array(content_parts(cx, parts, &format!("{path}.{key}"), msg)?)
             }
             _ => lit(v.clone()),
         };
@@ -287,30 +317,6 @@ fn call_item(o: &Map<String, Value>, it: &Value, msg: &mut Message) -> Value {
         }
         _ => lit(it.clone()),
     }
-}
-
-fn output_item(
-    cx: &Cx<'_>,
-    o: &Map<String, Value>,
-    path: &str,
-    msg: &mut Message,
-) -> Result<Value, CaptureError> {
-    let mut t = Map::new();
-    for (k, v) in o {
-        let tv = match (k.as_str(), v) {
-            ("call_id", Value::String(id)) => {
-                msg.tool_call_id = Some(id.clone());
-                Value::Object(shape::marker("id"))
-            }
-            ("output", Value::String(s)) => text_marker("s", Map::new(), s),
-            ("output", Value::Array(parts)) => {
-                Value::Array(content_parts(cx, parts, &format!("{path}.output"), msg)?)
-            }
-            _ => lit(v.clone()),
-        };
-        t.insert(k.clone(), tv);
-    }
-    Ok(Value::Object(t))
 }
 
 /// The template a message without `wire` is built from (`null` for a system message: it goes to

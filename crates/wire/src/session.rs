@@ -119,6 +119,18 @@ pub enum Disposition {
     Skipped(String),
 }
 
+impl Disposition {
+    /// What a block's template made of it: a slot is modeled (in the history), a verbatim copy
+    /// is carried opaquely.
+    pub(crate) fn of_template(template: &Value) -> Disposition {
+        if crate::shape::is_slot(template) {
+            Disposition::History
+        } else {
+            Disposition::Opaque
+        }
+    }
+}
+
 /// The counts of one kind of record or block.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Tally {

@@ -35,6 +35,8 @@ use salvage_types::message::{Image, Message, ToolCall};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
+pub(crate) use crate::arguments::{arguments_from_string, arguments_object, arguments_string};
+
 /// The key of a slot marker.
 pub(crate) const MARK: &str = "$";
 
@@ -118,6 +120,22 @@ pub(crate) fn template_of(m: &Message, format: RequestFormat) -> Option<(&Value,
     Some((o.get("m")?, o.get("join").and_then(Value::as_bool).unwrap_or(false)))
 }
 
+/// A message's template in `format`: its own (`wired`, the third value), else the format's
+/// default for it; with its join flag.
+pub(crate) fn template_for(
+    m: &Message,
+    format: RequestFormat,
+    default: fn(&Message) -> (Value, bool),
+) -> (Value, bool, bool) {
+    match template_of(m, format) {
+        Some((t, j)) => (t.clone(), j, true),
+        None => {
+            let (t, j) = default(m);
+            (t, j, false)
+        }
+    }
+}
+
 /// A message being imported: the message and its template.
 pub(crate) struct Draft {
     pub msg: Message,
@@ -152,54 +170,49 @@ fn is_text_kind(k: &str) -> bool {
     matches!(k, "text" | "s" | "json" | "jsonv")
 }
 
+/// Calls `f` on every text slot marker of a template, in order (never inside a `raw` value).
+fn each_text_slot(v: &mut Value, f: &mut dyn FnMut(&mut Map<String, Value>)) {
+    match v {
+        Value::Object(o) => {
+            if let Some(k) = o.get(MARK).and_then(Value::as_str) {
+                if k == "raw" {
+                    return;
+                }
+                if is_text_kind(k) {
+                    f(o);
+                    return;
+                }
+            }
+            for x in o.values_mut() {
+                each_text_slot(x, f);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| each_text_slot(x, f)),
+        _ => {}
+    }
+}
+
+/// Takes each text slot's text (`$t`) out, in order.
 fn take_texts(v: &mut Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(o) => {
-            if let Some(k) = o.get(MARK).and_then(Value::as_str) {
-                if k == "raw" {
-                    return;
-                }
-                if is_text_kind(k) {
-                    out.push(match o.shift_remove("$t") {
-                        Some(Value::String(s)) => s,
-                        _ => String::new(),
-                    });
-                    return;
-                }
-            }
-            for x in o.values_mut() {
-                take_texts(x, out);
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| take_texts(x, out)),
-        _ => {}
-    }
+    each_text_slot(v, &mut |o| {
+        out.push(match o.shift_remove("$t") {
+            Some(Value::String(s)) => s,
+            _ => String::new(),
+        })
+    });
 }
 
+/// Records the lengths of the text slots (`$n`), in order.
 fn put_lengths(v: &mut Value, lens: &mut dyn Iterator<Item = u64>) {
-    match v {
-        Value::Object(o) => {
-            if let Some(k) = o.get(MARK).and_then(Value::as_str) {
-                if k == "raw" {
-                    return;
-                }
-                if is_text_kind(k) {
-                    if let Some(n) = lens.next() {
-                        o.insert("$n".into(), Value::from(n));
-                    }
-                    return;
-                }
-            }
-            for x in o.values_mut() {
-                put_lengths(x, lens);
-            }
+    each_text_slot(v, &mut |o| {
+        if let Some(n) = lens.next() {
+            o.insert("$n".into(), Value::from(n));
         }
-        Value::Array(a) => a.iter_mut().for_each(|x| put_lengths(x, lens)),
-        _ => {}
-    }
+    });
 }
 
-/// The recorded lengths of a template's text slots, in order (`None` where not recorded).
+/// The recorded lengths of a template's text slots, in order (`None` where not recorded). Reads
+/// a shared template, so it walks it itself rather than through [`each_text_slot`].
 fn slot_lengths(v: &Value, out: &mut Vec<Option<u64>>) {
     match v {
         Value::Object(o) => {
@@ -468,108 +481,18 @@ pub(crate) fn call_names(history: &[Message]) -> HashMap<String, String> {
     history.iter().flat_map(|m| m.tool_calls.iter()).map(|c| (c.id.clone(), c.name.clone())).collect()
 }
 
-/// Tool-call arguments as the JSON string chat-style formats send, in the recorded style
-/// (`$fmt`: absent for compact JSON, `py` for Python's `json.dumps` default, `py8` for it without
-/// `ensure_ascii`).
-pub(crate) fn arguments_string(args: &Value, fmt: Option<&str>) -> String {
-    match (args, fmt) {
-        (Value::String(s), _) => s.clone(),
-        (other, Some("py")) => py_json(other, true),
-        (other, Some("py8")) => py_json(other, false),
-        (other, _) => other.to_string(),
-    }
-}
-
-/// Arguments read from a JSON string: parsed when the string is exactly the compact form, or
-/// Python's `json.dumps` form, of what it parses to (so it is rebuilt byte for byte; the style is
-/// returned for the call slot's `$fmt`), else kept as the string.
-pub(crate) fn arguments_from_string(raw: &str) -> (Value, Option<&'static str>) {
-    if !crate::within_value_budget(raw) {
-        return (Value::String(raw.to_string()), None);
-    }
-    match serde_json::from_str::<Value>(raw) {
-        Ok(v) if v.is_object() => {
-            let compact = v.to_string();
-            if compact == raw {
-                (v, None)
-            } else if py_json(&v, true) == raw {
-                (v, Some("py"))
-            } else if py_json(&v, false) == raw {
-                (v, Some("py8"))
-            } else {
-                (Value::String(raw.to_string()), None)
-            }
-        }
-        _ => (Value::String(raw.to_string()), None),
-    }
-}
-
-/// JSON as Python's `json.dumps` writes it by default: `", "` and `": "` separators, and with
-/// `ascii`, every non-ASCII character escaped as `\uXXXX`.
-fn py_json(v: &Value, ascii: bool) -> String {
-    let mut out = String::new();
-    py_write(v, ascii, &mut out);
-    out
-}
-
-fn py_write(v: &Value, ascii: bool, out: &mut String) {
-    match v {
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                py_write(x, ascii, out);
-            }
-            out.push(']');
-        }
-        Value::Object(o) => {
-            out.push('{');
-            for (i, (k, x)) in o.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                py_str(k, ascii, out);
-                out.push_str(": ");
-                py_write(x, ascii, out);
-            }
-            out.push('}');
-        }
-        Value::String(s) => py_str(s, ascii, out),
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-fn py_str(s: &str, ascii: bool, out: &mut String) {
-    let quoted = Value::String(s.to_string()).to_string();
-    if !ascii {
-        out.push_str(&quoted);
-        return;
-    }
-    for c in quoted.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut buf = [0u16; 2];
-            for unit in c.encode_utf16(&mut buf) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-        }
-    }
-}
-
-/// Arguments as an object for formats that send them as JSON (a string that parses to an
-/// object is parsed; any other non-object is wrapped).
-pub(crate) fn arguments_object(args: &Value) -> Value {
-    match args {
-        Value::Object(_) => args.clone(),
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => args.clone(),
-        },
-        Value::Null => Value::Object(Map::new()),
-        other => other.clone(),
+/// An image block as an `image` slot with `rest` when the format rebuilds it as sent (the image
+/// is then modeled and returned), else the block verbatim.
+pub(crate) fn image_slot(
+    shape: &dyn Shape,
+    rest: Map<String, Value>,
+    img: Image,
+    sent: &Value,
+) -> (Value, Option<Image>) {
+    if shape.image(rest.clone(), &img) == *sent {
+        (slot("image", rest), Some(img))
+    } else {
+        (lit(sent.clone()), None)
     }
 }
 

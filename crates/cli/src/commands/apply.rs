@@ -271,25 +271,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &
                 json!({"cuts": r.cuts, "before_bytes": r.before_bytes, "after_bytes": r.after_bytes, "fits": r.fits, "archived": keys}),
             )
         }
-        Stage::Microcompact => {
-            let turn = args.turn.unwrap_or_else(|| {
-                history.iter().filter(|m| m.role == salvage_types::Role::Assistant).count() as u32
-            });
-            let ages = salvage_recovery::microcompact::Ages {
-                truncate: config.microcompact_truncate_turns,
-                summarize: config.microcompact_summarize_turns,
-            };
-            let (h, r) = salvage_recovery::microcompact::microcompact(
-                &history,
-                turn,
-                ages,
-                &mut Archiver::new(archive),
-                &lookup,
-            )
-            .map_err(archive_failure)?;
-            eprintln!("{}", r.line());
-            (h, json!(r))
-        }
+        Stage::Microcompact => microcompact(&args, &history, &config, archive, &lookup)?,
         Stage::Dedup => {
             let (h, r) = salvage_recovery::dedup::dedup(&history, &mut Archiver::new(archive))
                 .map_err(archive_failure)?;
@@ -302,12 +284,45 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &
         }
         Stage::Compact => compact(&args, env, &config, &history, budget, archive, &lookup)?,
     };
-    let text = serde_json::to_string_pretty(&report).map_err(|e| Failure::Problem(e.to_string()))?;
-    match &args.report {
+    write_report(args.report.as_deref(), &report)?;
+    out.json(&json!(result))?;
+    Ok(())
+}
+
+/// The stage's report, pretty JSON, to `--report FILE` or else to stderr.
+fn write_report(path: Option<&std::path::Path>, report: &serde_json::Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(report).map_err(|e| Failure::Problem(e.to_string()))?;
+    match path {
         Some(p) => write_atomic(p, text.as_bytes())
             .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", p.display())))?,
         None => eprintln!("{text}"),
     }
-    out.json(&json!(result))?;
     Ok(())
+}
+
+/// The `microcompact` stage at `--turn` (else the number of assistant messages).
+fn microcompact(
+    args: &Args,
+    history: &History,
+    config: &Config,
+    archive: Option<&mut dyn Archive>,
+    lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<(History, serde_json::Value), Failure> {
+    let turn = args.turn.unwrap_or_else(|| {
+        history.iter().filter(|m| m.role == salvage_types::Role::Assistant).count() as u32
+    });
+    let ages = salvage_recovery::microcompact::Ages {
+        truncate: config.microcompact_truncate_turns,
+        summarize: config.microcompact_summarize_turns,
+    };
+    let (h, r) = salvage_recovery::microcompact::microcompact(
+        history,
+        turn,
+        ages,
+        &mut Archiver::new(archive),
+        lookup,
+    )
+    .map_err(archive_failure)?;
+    eprintln!("{}", r.line());
+    Ok((h, json!(r)))
 }

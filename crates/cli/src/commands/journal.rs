@@ -279,7 +279,15 @@ pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Ou
             crate::commands::journal_export::export(&j, &session, &format, at, output, no_redact, out)?;
         }
         Sub::Redact { session, message, at, index, whole } => {
-            redact(&mut j, &session, &message, at.map(|a| (a, index)), whole, now, out)?;
+            crate::commands::journal_redact::redact(
+                &mut j,
+                &session,
+                &message,
+                at.map(|a| (a, index)),
+                whole,
+                now,
+                out,
+            )?;
         }
     }
     Ok(())
@@ -459,109 +467,6 @@ fn verify(j: &Journal, session: Option<String>, json: bool, out: &mut Output) ->
         return Err(Failure::Problem(format!("session {} event {}: {}", b.session, b.seq, b.problem)));
     }
 
-    Ok(())
-}
-
-/// `salvage journal redact`: picks the messages, builds their replacements, commits them with a
-/// redaction event, then checkpoints the write-ahead log so the old bytes leave it too.
-fn redact(
-    j: &mut Journal,
-    session: &str,
-    message: &[String],
-    at: Option<(u64, Option<usize>)>,
-    whole: bool,
-    now: chrono::DateTime<chrono::Utc>,
-    out: &mut Output,
-) -> Outcome {
-    use salvage_journal::state::hex;
-    let head = j.version(session).map_err(problem)?;
-    let mut chosen: Vec<[u8; 32]> = Vec::new();
-    if let Some((seq, index)) = at {
-        let picked = match index {
-            Some(i) => {
-                let h = j.history_hashes(session, seq).map_err(problem)?;
-                vec![*h.get(i).ok_or_else(|| {
-                    Failure::Input(format!(
-                        "--index {i}: the history at event {seq} has {} message(s)",
-                        h.len()
-                    ))
-                })?]
-            }
-            None => j.inserted_hashes(session, seq).map_err(problem)?,
-        };
-        if picked.is_empty() {
-            return Err(Failure::Input(format!("--at {seq}: event {seq} inserted no message")));
-        }
-        chosen.extend(picked);
-    }
-    if !message.is_empty() {
-        let all: Vec<[u8; 32]> = j.history_hashes_all(session).map_err(problem)?;
-        for m in message {
-            let m = m.trim().to_ascii_lowercase();
-            if m.len() < 8 || !m.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(Failure::Input(format!(
-                    "--message {}: a message hash is 8 to 64 hex characters",
-                    escape(&m)
-                )));
-            }
-            let hits: Vec<&[u8; 32]> = all.iter().filter(|h| hex(h).starts_with(&m)).collect();
-            match hits.as_slice() {
-                [h] => chosen.push(**h),
-                [] => {
-                    return Err(Failure::Input(format!(
-                        "--message {m}: no message of session {} has this hash",
-                        escape(session)
-                    )))
-                }
-                _ => {
-                    return Err(Failure::Input(format!("--message {m}: ambiguous, give more hex characters")))
-                }
-            }
-        }
-    }
-    chosen.sort_unstable();
-    chosen.dedup();
-    let current = j.messages_by_hash(session, head, &chosen).map_err(problem)?;
-    let mut counts = salvage_wire::redact::Counts::new();
-    let mut redactions = Vec::with_capacity(chosen.len());
-    for (h, mut m) in chosen.iter().zip(current) {
-        let before = counts.values().sum::<u64>();
-        salvage_wire::redact::redact_message(&mut m, &mut counts);
-        if whole || counts.values().sum::<u64>() == before {
-            // Nothing the rules know, or asked to: the whole text goes.
-            m.content = format!("[REDACTED:message:{}]", &hex(h)[..8]);
-            m.system_parts.iter_mut().for_each(|p| p.text = m.content.clone());
-            m.tool_calls.iter_mut().for_each(|c| c.arguments = serde_json::json!({}));
-            m.images.clear();
-            m.wire = None;
-            *counts.entry("message".into()).or_insert(0) += 1;
-        }
-        redactions.push((*h, m));
-    }
-    let body = salvage_types::event::EventBody::Redaction {
-        keys: chosen.iter().map(|h| format!("message:{}", hex(h))).collect(),
-        counts: counts.clone(),
-    };
-    let id = format!("redact-{session}-{}", now.timestamp_nanos_opt().unwrap_or(0));
-    let a = j
-        .redact_messages(session, &redactions, salvage_journal::NewEvent::new(id, now, body))
-        .map_err(problem)?;
-    // The old page images stay in the write-ahead log until a checkpoint copies the zeroed pages
-    // back and truncates it.
-    let busy: i64 = j
-        .conn()
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-        .map_err(|e| Failure::Problem(format!("checkpoint: {e}")))?;
-    out.line(&format!(
-        "event {}: redacted {} message(s) of session {} ({})",
-        a.seq,
-        chosen.len(),
-        escape(session),
-        salvage_wire::redact::describe(&counts)
-    ))?;
-    if busy != 0 {
-        eprintln!("warning: another process holds the database open: the old bytes leave the write-ahead log at its next checkpoint");
-    }
     Ok(())
 }
 

@@ -12,6 +12,7 @@ pub mod journal_delete;
 pub mod journal_diff;
 pub mod journal_export;
 pub mod journal_points;
+pub mod journal_redact;
 pub mod proxy;
 pub mod recall;
 pub mod replay;

@@ -101,12 +101,6 @@ impl Row {
     }
 }
 
-/// The short form of a session id shown in tables: the part after `@` (its run stamp), which
-/// `journal` commands accept as a prefix.
-pub fn short_session(id: &str) -> &str {
-    id.split_once('@').map(|(_, s)| s).unwrap_or(id)
-}
-
 fn failed_checks(r: &CaptureReport) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> =
         r.checks.iter().filter(|c| !c.ok).map(|c| (c.name.clone(), c.detail.clone())).collect();
@@ -545,7 +539,7 @@ fn print_table(rows_in: &[Row], out: &mut Output) -> std::io::Result<()> {
             format!("{} → {}", format_bytes(first), format_bytes(last)),
             format!("{} → {}", tok(0), tok(n)),
             verdict,
-            r.session.as_deref().map(short_session).unwrap_or("-").to_string(),
+            r.session.as_deref().map(crate::output::short_session).unwrap_or("-").to_string(),
         ]);
     }
     out.put(&table(&rows))?;

@@ -45,22 +45,12 @@ pub struct CorpusRow {
 
 /// Escapes text for HTML; control characters other than newline and tab become visible `\u{…}`.
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    crate::markup::escape_with(s, |c, out| match c {
+        '\'' => out.push_str("&#39;"),
+        '\n' | '\t' => out.push(c),
+        c if c.is_control() => crate::markup::push_visible(c, out),
+        c => out.push(c),
+    })
 }
 
 fn anchor(i: usize) -> String {
@@ -108,6 +98,25 @@ pub fn render(
     clock: &dyn Clock,
 ) -> Result<String, String> {
     let mut h = String::new();
+    page_head(&mut h, title, rows, journal.is_some());
+    h.push_str("<main>\n<h2>Corpus</h2>\n<table class=\"corpus\" id=\"corpus\">\n<thead><tr><th>capture</th><th>outcome</th><th>attempts</th><th>bytes before → after</th><th>tokens est (real) before → after</th><th>checks</th><th>session</th></tr></thead>\n<tbody>\n");
+    for (i, r) in rows.iter().enumerate() {
+        corpus_row(&mut h, i, r, journal.is_some());
+    }
+    h.push_str("</tbody>\n</table>\n");
+    if let Some(j) = journal {
+        for (i, r) in rows.iter().enumerate() {
+            if let Some(s) = &r.session {
+                session_section(&mut h, j, s, &anchor(i), r, clock)?;
+            }
+        }
+    }
+    let _ = write!(h, "</main>\n<script>{JS}</script>\n</body>\n</html>\n");
+    Ok(h)
+}
+
+/// The document head and the page header with the pass/fail summary.
+fn page_head(h: &mut String, title: &str, rows: &[CorpusRow], journaled: bool) {
     let passed = rows.iter().filter(|r| r.passed).count();
     let _ = write!(
         h,
@@ -125,65 +134,56 @@ pub fn render(
         esc(title),
         rows.len(),
         rows.len() - passed,
-        if journal.is_none() { " — not journaled: no timelines (run without --no-journal)" } else { "" }
+        if journaled { "" } else { " — not journaled: no timelines (run without --no-journal)" }
     );
-    h.push_str("<main>\n<h2>Corpus</h2>\n<table class=\"corpus\" id=\"corpus\">\n<thead><tr><th>capture</th><th>outcome</th><th>attempts</th><th>bytes before → after</th><th>tokens est (real) before → after</th><th>checks</th><th>session</th></tr></thead>\n<tbody>\n");
-    for (i, r) in rows.iter().enumerate() {
-        let tok = |e: u64, real: Option<u64>| match real {
-            Some(t) => format!("{e} ({t})"),
-            None => e.to_string(),
-        };
-        let checks = match r.checks {
-            Some((ok, n)) if r.failed.is_empty() => format!("{ok}/{n} ok"),
-            Some(_) | None if !r.failed.is_empty() => {
-                format!(
-                    "<span class=\"bad\">FAIL</span><ul>{}</ul>",
-                    r.failed.iter().map(|f| format!("<li>{}</li>", esc(f))).collect::<String>()
-                )
-            }
-            _ => "-".into(),
-        };
-        let (bytes, tokens) = if r.outcome == "unreadable" {
-            ("-".to_string(), "-".to_string())
-        } else {
-            (
-                format!("{} → {}", format_bytes(r.bytes.0), format_bytes(r.bytes.1)),
-                format!("{} → {}", tok(r.tokens.0, r.real_tokens.0), tok(r.tokens.1, r.real_tokens.1)),
+}
+
+/// One row of the corpus table; its session links to its section when the run was journaled.
+fn corpus_row(h: &mut String, i: usize, r: &CorpusRow, journaled: bool) {
+    let tok = |e: u64, real: Option<u64>| match real {
+        Some(t) => format!("{e} ({t})"),
+        None => e.to_string(),
+    };
+    let checks = match r.checks {
+        Some((ok, n)) if r.failed.is_empty() => format!("{ok}/{n} ok"),
+        Some(_) | None if !r.failed.is_empty() => {
+            format!(
+                "<span class=\"bad\">FAIL</span><ul>{}</ul>",
+                r.failed.iter().map(|f| format!("<li>{}</li>", esc(f))).collect::<String>()
             )
-        };
-        let session = match (&r.session, journal) {
-            (Some(s), Some(_)) => format!(
-                "<a href=\"#{}\" title=\"{}\">{}</a>",
-                anchor(i),
-                esc(s),
-                esc(crate::commands::replay::short_session(s))
-            ),
-            (Some(s), None) => esc(s),
-            (None, _) => "-".into(),
-        };
-        let _ = writeln!(
-            h,
-            "<tr class=\"capture {}\" data-id=\"{}\" data-outcome=\"{}\"><td title=\"{}\">{}</td><td><span class=\"outcome o-{}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{bytes}</td><td class=\"num\">{tokens}</td><td>{checks}</td><td>{session}</td></tr>",
-            if r.passed { "pass" } else { "fail" },
-            esc(&r.id),
-            esc(&r.outcome),
-            esc(r.file.as_deref().unwrap_or("")),
-            esc(&r.id),
-            esc(&r.outcome),
-            esc(&r.outcome),
-            r.attempts,
-        );
-    }
-    h.push_str("</tbody>\n</table>\n");
-    if let Some(j) = journal {
-        for (i, r) in rows.iter().enumerate() {
-            if let Some(s) = &r.session {
-                session_section(&mut h, j, s, &anchor(i), r, clock)?;
-            }
         }
-    }
-    let _ = write!(h, "</main>\n<script>{JS}</script>\n</body>\n</html>\n");
-    Ok(h)
+        _ => "-".into(),
+    };
+    let (bytes, tokens) = if r.outcome == "unreadable" {
+        ("-".to_string(), "-".to_string())
+    } else {
+        (
+            format!("{} → {}", format_bytes(r.bytes.0), format_bytes(r.bytes.1)),
+            format!("{} → {}", tok(r.tokens.0, r.real_tokens.0), tok(r.tokens.1, r.real_tokens.1)),
+        )
+    };
+    let session = match (&r.session, journaled) {
+        (Some(s), true) => format!(
+            "<a href=\"#{}\" title=\"{}\">{}</a>",
+            anchor(i),
+            esc(s),
+            esc(crate::output::short_session(s))
+        ),
+        (Some(s), false) => esc(s),
+        (None, _) => "-".into(),
+    };
+    let _ = writeln!(
+        h,
+        "<tr class=\"capture {}\" data-id=\"{}\" data-outcome=\"{}\"><td title=\"{}\">{}</td><td><span class=\"outcome o-{}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{bytes}</td><td class=\"num\">{tokens}</td><td>{checks}</td><td>{session}</td></tr>",
+        if r.passed { "pass" } else { "fail" },
+        esc(&r.id),
+        esc(&r.outcome),
+        esc(r.file.as_deref().unwrap_or("")),
+        esc(&r.id),
+        esc(&r.outcome),
+        esc(&r.outcome),
+        r.attempts,
+    );
 }
 
 #[cfg(test)]
