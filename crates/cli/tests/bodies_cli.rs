@@ -165,3 +165,48 @@ fn journal_export_writes_request_bodies() {
     assert!(export("bedrock")["messages"].is_array());
     assert_eq!(export("chatcli")["version"], 2);
 }
+
+/// Every body and session file under `testdata/samples`, found by walking the folder.
+fn every_sample() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![testdata("samples")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            // A subagent transcript is read with its parent session, a docs fragment is no body.
+            if p.is_dir() {
+                if name != "subagents" {
+                    dirs.push(p);
+                }
+            } else if (name.ends_with(".json") || name.ends_with(".jsonl"))
+                && !name.starts_with("docs-fragment-")
+                && !name.ends_with(".meta.json")
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_sample_imports_and_replays_with_fidelity_green() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    let samples = every_sample();
+    assert!(samples.len() >= 30, "{} samples", samples.len());
+    for p in samples {
+        let name = p.strip_prefix(testdata("samples")).unwrap().display().to_string();
+        let o = salvage(&["import", p.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let o = salvage(&["replay", out.to_str().unwrap(), "--no-journal", "--json"]);
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{name}: {}", stderr(&o)));
+        let checks = r["captures"][0]["checks"].as_array().unwrap();
+        let fidelity = checks.iter().find(|c| c["name"] == "fidelity").expect("a fidelity check");
+        assert_eq!(fidelity["ok"], true, "{name}: {fidelity}");
+        let failed: Vec<&Value> = checks.iter().filter(|c| c["ok"] != true).collect();
+        assert!(failed.is_empty(), "{name}: {failed:?}");
+    }
+}

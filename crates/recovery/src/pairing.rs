@@ -63,6 +63,8 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
     for (i, item) in items.iter().enumerate() {
         let m = &item.msg;
         match m.role {
+            // A result of a call the provider holds (a chained response) pairs upstream.
+            Role::Tool if m.meta.call_held_upstream => out.push(item.clone()),
             Role::Tool => {
                 if claimed.get(i) != Some(&true) {
                     report.orphans = report.orphans.saturating_add(1);
@@ -148,7 +150,7 @@ pub fn is_valid(history: &[Message]) -> bool {
     let mut messages = history.iter();
     while let Some(m) = messages.next() {
         match m.role {
-            Role::Tool => return false,
+            Role::Tool if !m.meta.call_held_upstream => return false,
             Role::Assistant if !m.tool_calls.is_empty() => {
                 let mut ids: HashSet<&str> = HashSet::new();
                 for c in &m.tool_calls {

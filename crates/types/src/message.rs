@@ -94,6 +94,11 @@ pub struct Meta {
     /// The skill block was collapsed to a stub.
     #[serde(default, skip_serializing_if = "is_false", deserialize_with = "null_default")]
     pub skill_collapsed: bool,
+    /// A tool result answering a call the provider holds, not the history: the call was made in
+    /// an earlier response the request chains to (the Responses API's `previous_response_id`).
+    /// Pairing repair keeps it; it is not an orphan.
+    #[serde(default, skip_serializing_if = "is_false", deserialize_with = "null_default")]
+    pub call_held_upstream: bool,
 }
 
 impl Meta {

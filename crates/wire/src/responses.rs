@@ -86,6 +86,9 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
             return Err(cx.err("input", format!("expected a string or an array of items, found {}", kind(v))))
         }
     }
+    if top.get("previous_response_id").is_some_and(Value::is_string) {
+        mark_calls_held_upstream(&mut history);
+    }
     let request = crate::conv::request_of(F, body, top, &modeled);
     Ok(Imported {
         history,
@@ -93,6 +96,18 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
         provider: Some("openai".to_string()),
         request: Some(request),
     })
+}
+
+/// With `previous_response_id`, the calls of the chained response live with the provider: a tool
+/// result whose call is in no assistant message of this input answers one of them.
+fn mark_calls_held_upstream(history: &mut History) {
+    let local: std::collections::HashSet<String> =
+        history.iter().flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone())).collect();
+    for m in history.iter_mut().filter(|m| m.role == Role::Tool) {
+        if m.tool_call_id.as_ref().is_some_and(|id| !local.contains(id)) {
+            m.meta.call_held_upstream = true;
+        }
+    }
 }
 
 fn push_item(d: &mut Draft, item: Value) {

@@ -617,3 +617,20 @@ fn weight_is_honest() {
         }
     }
 }
+
+#[test]
+fn results_of_a_chained_response_are_marked_as_held_upstream() {
+    let body = std::fs::read(
+        root().join("samples/openai-responses/responses-previous-response-id-function-call-output.json"),
+    )
+    .unwrap();
+    let h = import(Source::OpenaiResponses, &body, "chained.json").unwrap().history;
+    let results: Vec<&Message> = h.iter().filter(|m| m.role == Role::Tool).collect();
+    assert_eq!(results.len(), 1);
+    assert!(results.iter().all(|m| m.meta.call_held_upstream), "{results:?}");
+    // Without previous_response_id the same result answers nothing: an orphan, unmarked.
+    let mut v: Value = serde_json::from_slice(&body).unwrap();
+    v.as_object_mut().unwrap().remove("previous_response_id");
+    let h = import(Source::OpenaiResponses, v.to_string().as_bytes(), "unchained.json").unwrap().history;
+    assert!(h.iter().filter(|m| m.role == Role::Tool).all(|m| !m.meta.call_held_upstream));
+}
