@@ -7,6 +7,7 @@
 use crate::process::{run_shell, RunError};
 use salvage_recovery::compaction::{HookCall, HookResult, Hooks};
 use salvage_types::event::StepOutcome;
+use salvage_types::Clock;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -57,8 +58,8 @@ pub fn default_files(cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     v
 }
 
-/// Hooks loaded from files, run for real.
-pub struct ConfiguredHooks {
+/// Hooks loaded from files, run for real; `clock` dates each call's payload.
+pub struct ConfiguredHooks<'c> {
     /// The hooks.
     pub hooks: Vec<Hook>,
     /// Session id passed to hooks.
@@ -67,11 +68,18 @@ pub struct ConfiguredHooks {
     pub working_dir: String,
     /// Problems reading the files.
     pub load_errors: Vec<String>,
+    /// The source of the payload's `timestamp`.
+    pub clock: &'c dyn Clock,
 }
 
-impl ConfiguredHooks {
+impl<'c> ConfiguredHooks<'c> {
     /// Loads every file that exists (all apply).
-    pub fn load(files: &[PathBuf], session: &str, working_dir: &str) -> ConfiguredHooks {
+    pub fn load(
+        files: &[PathBuf],
+        session: &str,
+        working_dir: &str,
+        clock: &'c dyn Clock,
+    ) -> ConfiguredHooks<'c> {
         let mut hooks = Vec::new();
         let mut load_errors = Vec::new();
         for f in files {
@@ -86,15 +94,16 @@ impl ConfiguredHooks {
             session: session.to_string(),
             working_dir: working_dir.to_string(),
             load_errors,
+            clock,
         }
     }
 }
 
-impl Hooks for ConfiguredHooks {
+impl Hooks for ConfiguredHooks<'_> {
     fn fire(&mut self, call: &HookCall) -> Vec<HookResult> {
         let payload = serde_json::json!({
             "type": call.event,
-            "timestamp": chrono::Utc::now().to_rfc3339(),
+            "timestamp": chrono::DateTime::<chrono::Utc>::from(self.clock.now()).to_rfc3339(),
             "sessionId": self.session,
             "workingDir": self.working_dir,
             "trigger": call.trigger.as_str(),

@@ -12,12 +12,12 @@ use salvage_recovery::compaction::{compact, CompactionState, HookCall, Hooks, Io
 use salvage_recovery::summarizer::{Cancel, SummarizeError, Summarizer, SummaryRequest};
 use salvage_types::event::{StepOutcome, Trigger};
 use salvage_types::{history_weight, Message};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    salvage_testkit::python::root()
 }
 
 /// The Python with the official MCP SDK: `SALVAGE_MCP_PYTHON`, else a venv under `target/`
@@ -25,31 +25,13 @@ fn root() -> PathBuf {
 fn mcp_python() -> PathBuf {
     static PY: OnceLock<PathBuf> = OnceLock::new();
     PY.get_or_init(|| {
-        if let Some(p) = std::env::var_os("SALVAGE_MCP_PYTHON") {
-            return PathBuf::from(p);
-        }
-        let venv = root().join("target/mcp-venv");
-        let py = venv.join("bin/python");
-        let ok = std::process::Command::new(&py)
-            .args(["-c", "import mcp.server.mcpserver"])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let st = std::process::Command::new("python3")
-                .arg("-m")
-                .arg("venv")
-                .arg(&venv)
-                .status()
-                .expect("python3 is installed");
-            assert!(st.success(), "python3 -m venv failed");
-            let st = std::process::Command::new(venv.join("bin/pip"))
-                .args(["install", "-q", "-r"])
-                .arg(root().join("testdata/mcp/requirements.txt"))
-                .status()
-                .expect("pip runs");
-            assert!(st.success(), "installing the MCP SDK failed");
-        }
-        py
+        salvage_testkit::python::python(
+            "SALVAGE_MCP_PYTHON",
+            "mcp-venv",
+            "import mcp.server.mcpserver",
+            "testdata/mcp/requirements.txt",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
     })
     .clone()
 }
@@ -223,8 +205,10 @@ fn command_and_http_hooks_run_and_failures_never_block() {
     ]});
     std::fs::create_dir_all(dir.path().join(".chatcli")).unwrap();
     std::fs::write(dir.path().join(".chatcli/hooks.json"), cfg.to_string()).unwrap();
-    let mut hooks =
-        ConfiguredHooks::load(&salvage_adapters::hooks::default_files(dir.path(), None), "sess-1", "/work");
+    // The payload is dated by the injected clock, not the wall clock.
+    let clock = salvage_types::FixedClock::at_ms(1_700_000_000_123);
+    let files = salvage_adapters::hooks::default_files(dir.path(), None);
+    let mut hooks = ConfiguredHooks::load(&files, "sess-1", "/work", &clock);
     let started = std::time::Instant::now();
     let results = hooks.fire(&HookCall {
         event: "PostCompact",
@@ -247,6 +231,7 @@ fn command_and_http_hooks_run_and_failures_never_block() {
         (v["type"].as_str(), v["trigger"].as_str(), v["outcome"].as_str(), v["sessionId"].as_str()),
         (Some("PostCompact"), Some("recovery"), Some("skipped"), Some("sess-1"))
     );
+    assert_eq!(v["timestamp"].as_str(), Some("2023-11-14T22:13:20.123+00:00"), "{v}");
     assert!(text.contains("PostCompact recovery skipped sess-1"), "{text}");
     let req = server.join().unwrap();
     assert!(req.starts_with("POST /hook"), "{req}");

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    salvage_testkit::python::root()
 }
 
 /// The Python with the official SDKs: `SALVAGE_PROXY_PYTHON`, else a venv under `target/` created
@@ -21,29 +21,13 @@ fn root() -> PathBuf {
 fn python() -> PathBuf {
     static PY: OnceLock<PathBuf> = OnceLock::new();
     PY.get_or_init(|| {
-        if let Some(p) = std::env::var_os("SALVAGE_PROXY_PYTHON") {
-            return PathBuf::from(p);
-        }
-        let venv = root().join("target/proxy-venv");
-        let py = venv.join("bin/python");
-        let ok =
-            Command::new(&py).args(["-c", "import anthropic, openai"]).status().is_ok_and(|s| s.success());
-        if !ok {
-            let st = Command::new("python3")
-                .arg("-m")
-                .arg("venv")
-                .arg(&venv)
-                .status()
-                .expect("python3 is installed");
-            assert!(st.success(), "python3 -m venv failed");
-            let st = Command::new(venv.join("bin/pip"))
-                .args(["install", "-q", "-r"])
-                .arg(root().join("testdata/proxy/requirements.txt"))
-                .status()
-                .expect("pip runs");
-            assert!(st.success(), "installing the SDKs failed");
-        }
-        py
+        salvage_testkit::python::python(
+            "SALVAGE_PROXY_PYTHON",
+            "proxy-venv",
+            "import anthropic, openai",
+            "testdata/proxy/requirements.txt",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
     })
     .clone()
 }

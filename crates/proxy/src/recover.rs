@@ -178,10 +178,12 @@ impl Recovery {
         let counted_tokens = crate::capture::overflow_numbers(&r.message).map(|(n, _)| n);
         self.engine
             .answer(engine::Answer::Rejected {
-                status: r.status,
-                message: r.message.clone(),
-                transport: r.transport.clone(),
-                rejected_bytes: r.rejected_bytes,
+                failure: salvage_types::capture::Failure {
+                    status: r.status,
+                    message: r.message.clone(),
+                    transport: r.transport.clone(),
+                    rejected_request_bytes: r.rejected_bytes,
+                },
                 counted_tokens,
             })
             .map_err(|e| e.to_string())?;

@@ -185,6 +185,19 @@ impl<'a> Archiver<'a> {
         Ok((cut.len() < content.len()).then_some(cut))
     }
 
+    /// Archives a transcript (the JSON of messages dropped or summarized away) and returns its
+    /// marker; `None` when CCR is off.
+    pub fn put_transcript<T: serde::Serialize + ?Sized>(
+        &mut self,
+        messages: &T,
+    ) -> Result<Option<String>, ArchiveError> {
+        if !self.enabled() {
+            return Ok(None);
+        }
+        let transcript = serde_json::to_vec(messages)?;
+        Ok(self.put(&transcript)?.map(|k| k.marker()))
+    }
+
     /// Archives bytes; `None` when CCR is off.
     pub fn put(&mut self, bytes: &[u8]) -> Result<Option<CcrKey>, ArchiveError> {
         match self.inner.as_deref_mut() {

@@ -111,7 +111,9 @@ impl Hooks for NoHooks {
 /// No memory worker.
 pub struct NoMemory;
 impl MemorySink for NoMemory {
-    fn flush(&mut self, _segment: &[Message]) {}
+    fn flush(&mut self, _segment: &[Message]) {
+        // Nothing takes the segment.
+    }
 }
 
 /// Everything the pipeline reaches the outside through.
@@ -376,19 +378,41 @@ fn summarize(
     events: &mut Vec<EventBody>,
     cost: &mut Cost,
 ) -> Result<Option<Vec<Message>>, CompactError> {
+    let (start, cut) = segment_bounds(h, plan.min_keep_recent);
+    let segment = h.get(start..cut).unwrap_or_default();
+    if segment.len() < MIN_SEGMENT {
+        return Ok(None);
+    }
+    (io.status)(Phase::Summarize, "🧠 Summarizing older messages via LLM (may take 30-90s — ESC cancels)…");
+    let Some(text) = ask_summary(segment, plan, io, events, cost)? else { return Ok(None) };
+    // The not-yet-extracted segment goes to memory before it is replaced.
+    io.memory.flush(segment);
+    replace_segment(h, start, cut, &text, &mut io.archiver).map(Some)
+}
+
+/// The segment to summarize, `start..cut`: after the leading system block, before the
+/// `min_keep_recent` last messages, never splitting a tool block.
+fn segment_bounds(h: &[Message], min_keep_recent: usize) -> (usize, usize) {
     let start = leading_system(h);
-    let mut cut = h.len().saturating_sub(plan.min_keep_recent).max(start);
+    let mut cut = h.len().saturating_sub(min_keep_recent).max(start);
     // Snap the cut so a tool block is never split: results stay with their call.
     // With nothing kept at the end (`min_keep_recent` 0) the cut is the history's end: no block
     // to split.
     while cut > start && h.get(cut).is_some_and(|m| m.role == Role::Tool) {
         cut = cut.saturating_sub(1);
     }
-    let segment = h.get(start..cut).unwrap_or_default();
-    if segment.len() < MIN_SEGMENT {
-        return Ok(None);
-    }
-    (io.status)(Phase::Summarize, "🧠 Summarizing older messages via LLM (may take 30-90s — ESC cancels)…");
+    (start, cut)
+}
+
+/// Asks the summarizer, at most twice, for a summary that passes the gate; every attempt is an
+/// event. `None` when both were rejected.
+fn ask_summary(
+    segment: &[Message],
+    plan: &Plan,
+    io: &mut Io<'_>,
+    events: &mut Vec<EventBody>,
+    cost: &mut Cost,
+) -> Result<Option<String>, CompactError> {
     let rendered = render_segment(segment, plan.summarizer_window_chars, io.lookup);
     let seg_chars: usize = segment.iter().map(|m| m.content.len()).sum();
     let budget_chars = (plan.budget as usize / 8).clamp(800, 8_000);
@@ -398,7 +422,6 @@ fn summarize(
         budget_chars,
         instruction: instruction(budget_chars),
     };
-    let mut text = None;
     for attempt in 1..=2u32 {
         match io.summarizer.summarize(&req, io.cancel) {
             Ok(a) => {
@@ -411,8 +434,7 @@ fn summarize(
                     chars: a.text.chars().count() as u64,
                 });
                 if verdict.is_ok() {
-                    text = Some(a.text);
-                    break;
+                    return Ok(Some(a.text));
                 }
             }
             Err(SummarizeError::Cancelled) => return Err(CompactError::Cancelled),
@@ -427,26 +449,26 @@ fn summarize(
             return Err(CompactError::Cancelled);
         }
     }
-    let Some(text) = text else { return Ok(None) };
-    // The not-yet-extracted segment goes to memory before it is replaced.
-    io.memory.flush(segment);
-    let transcript = serde_json::to_vec(segment).map_err(ArchiveError::from)?;
+    Ok(None)
+}
+
+/// The history with `start..cut` replaced by the summary `text` (its transcript archived), the
+/// verbatim messages and the task of the segment re-attached after it, pairing repaired.
+fn replace_segment(
+    h: &[Message],
+    start: usize,
+    cut: usize,
+    text: &str,
+    archiver: &mut Archiver<'_>,
+) -> Result<Vec<Message>, CompactError> {
+    let segment = h.get(start..cut).unwrap_or_default();
     let mut content = format!("{}\n\n{}", summary_header(segment.len()), text.trim());
-    if let Some(k) = io.archiver.put(&transcript)? {
+    if let Some(marker) = archiver.put_transcript(segment)? {
         content.push_str(&format!(
-            "\n\n[full transcript of the summarized messages recoverable via @recall {}]",
-            k.marker()
+            "\n\n[full transcript of the summarized messages recoverable via @recall {marker}]"
         ));
     }
-    // The kept messages: the leading system block; verbatim messages, re-attached right after the
-    // summary, and so is the task when it was in the segment; the recent tail. Each keeps its index
-    // so that what the pairing repair removes (orphans) is known, and archived.
-    let task = task_index(h).filter(|&t| t >= start && t < cut);
-    let reattached = segment.iter().enumerate().filter_map(|(i, m)| {
-        let at = start.saturating_add(i);
-        (m.meta.preserve_verbatim || Some(at) == task).then_some(at)
-    });
-    let kept: Vec<usize> = (0..start).chain(reattached).chain(cut..h.len()).collect();
+    let kept = kept_after_summary(h, start, cut);
     let items: Vec<Tracked> =
         kept.iter().filter_map(|&i| Some(Tracked { origin: Some(i), msg: h.get(i)?.clone() })).collect();
     let items = downgrade_orphan_verbatim(items);
@@ -457,10 +479,9 @@ fn summarize(
     if !removed.is_empty() {
         // Orphans the repair removes stay recallable (section 6): the summary carries the marker
         // of their transcript.
-        let transcript = serde_json::to_vec(&removed).map_err(ArchiveError::from)?;
-        if let Some(k) = io.archiver.put(&transcript)? {
+        if let Some(marker) = archiver.put_transcript(&removed)? {
             content.push('\n');
-            content.push_str(&crate::ladder::dropped_line(&k.marker()));
+            content.push_str(&crate::ladder::dropped_line(&marker));
         }
     }
     let mut summary = Message::user(content);
@@ -469,5 +490,19 @@ fn summarize(
     // The summary goes right after the leading system block (the repair keeps it as it is).
     let at = items.iter().take_while(|t| t.origin.is_some_and(|o| o < start)).count();
     items.insert(at, Tracked { origin: None, msg: summary });
-    Ok(Some(items.into_iter().map(|t| t.msg).collect()))
+    Ok(items.into_iter().map(|t| t.msg).collect())
+}
+
+/// The indices kept around a summary of `start..cut`: the leading system block; verbatim
+/// messages, re-attached right after the summary, and so is the task when it was in the segment;
+/// the recent tail. Each keeps its index so that what the pairing repair removes (orphans) is
+/// known, and archived.
+fn kept_after_summary(h: &[Message], start: usize, cut: usize) -> Vec<usize> {
+    let segment = h.get(start..cut).unwrap_or_default();
+    let task = task_index(h).filter(|&t| t >= start && t < cut);
+    let reattached = segment.iter().enumerate().filter_map(|(i, m)| {
+        let at = start.saturating_add(i);
+        (m.meta.preserve_verbatim || Some(at) == task).then_some(at)
+    });
+    (0..start).chain(reattached).chain(cut..h.len()).collect()
 }

@@ -146,101 +146,129 @@ fn cut_preserve_end(m: &mut Message, max: usize, archiver: &mut Archiver<'_>) ->
     }
 }
 
+/// What a rung made of the history, before it is reported.
+struct Shaped {
+    out: Vec<Message>,
+    dropped: usize,
+    cut: usize,
+    dropped_marker: Option<String>,
+    pairing: PairingReport,
+    budget: Option<BudgetReport>,
+    shrink: Option<ShrinkReport>,
+}
+
 /// Applies a rung to a history (the input is not mutated).
 pub fn apply(
     rung: Rung,
     history: &[Message],
     ctx: &mut RungContext<'_>,
 ) -> Result<RungOutcome, ArchiveError> {
-    let before_bytes = history_weight(history);
     let task = task_index(history).and_then(|i| history.get(i)).cloned();
-    let (out, dropped, cut, dropped_marker, pairing, budget, shrink_report) = match rung {
-        Rung::Aggressive => {
-            let items: Vec<Tracked> = history
-                .iter()
-                .cloned()
-                .enumerate()
-                .map(|(i, msg)| Tracked { origin: Some(i), msg })
-                .collect();
-            let (items, pairing) = repair_tracked(items);
-            // Orphans the repair removes are archived too: nothing is lost.
-            let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
-            let orphans: Vec<&Message> =
-                history.iter().enumerate().filter(|(i, _)| !kept.contains(i)).map(|(_, m)| m).collect();
-            let dropped_orphans = orphans.len();
-            let mut orphan_marker = None;
-            let mut repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
-            if !orphans.is_empty() {
-                // The orphans are dropped: the notice carries the marker of their archive so they
-                // stay recallable (section 6).
-                let mut notice = COMPACTION_NOTICE.to_string();
-                if ctx.archiver.enabled() {
-                    let transcript = serde_json::to_vec(&orphans).map_err(ArchiveError::from)?;
-                    if let Some(k) = ctx.archiver.put(&transcript)? {
-                        notice.push('\n');
-                        notice.push_str(&dropped_line(&k.marker()));
-                        orphan_marker = Some(k.marker());
-                    }
-                }
-                let at = repaired.iter().take_while(|m| m.role == Role::System).count();
-                repaired.insert(at, Message::user(notice));
-            }
-            let (mut out, budget) = tool_budget::apply(&repaired, ctx.limits.halved(), &mut ctx.archiver)?;
-            let mut cut = budget.previewed;
-            for m in out.iter_mut().filter(|m| m.role == Role::Assistant) {
-                if cut_preserve_end(m, RUNG1_ASSISTANT_MAX, &mut ctx.archiver)? {
-                    cut = cut.saturating_add(1);
-                }
-            }
-            (out, dropped_orphans, cut, orphan_marker, pairing, Some(budget), None)
-        }
-        Rung::Emergency | Rung::Nuclear => {
-            let keep = if rung == Rung::Emergency { ctx.keep.max(1) } else { ctx.rung3_keep.max(1) };
-            // Verbatim messages are kept as by compaction level 3, within the quarter-budget rule.
-            let (mut out, dropped, marker, pairing) = keep_last(history, keep, true, &mut ctx.archiver)?;
-            if let Some(budget) = ctx.payload_budget {
-                cap_verbatim(&mut out, budget, &mut ctx.archiver)?;
-            }
-            let mut cut: usize = 0;
-            let mut shrink_report = None;
-            if rung == Rung::Nuclear {
-                for m in out.iter_mut().filter(|m| m.role != Role::System && !is_notice(m)) {
-                    if cut_preserve_end(m, RUNG3_MESSAGE_MAX, &mut ctx.archiver)? {
-                        cut = cut.saturating_add(1);
-                    }
-                }
-                if let Some(budget) = ctx.payload_budget {
-                    let (shrunk, r) = shrink(&out, budget, &mut ctx.archiver)?;
-                    cut = cut.saturating_add(r.cuts);
-                    out = shrunk;
-                    shrink_report = Some(r);
-                }
-            }
-            (out, dropped, cut, marker, pairing, None, shrink_report)
-        }
+    let shaped = match rung {
+        Rung::Aggressive => aggressive(history, ctx)?,
+        Rung::Emergency | Rung::Nuclear => truncate(rung, history, ctx)?,
     };
-    let no_op = out == history;
     let task_kept = match &task {
-        Some(t) => crate::task::task_survives(t, &out),
+        Some(t) => crate::task::task_survives(t, &shaped.out),
         None => true,
     };
     let report = RungReport {
         rung: rung.number(),
-        no_op,
-        before_bytes,
-        after_bytes: history_weight(&out),
+        no_op: shaped.out == history,
+        before_bytes: history_weight(history),
+        after_bytes: history_weight(&shaped.out),
         before_messages: history.len(),
-        after_messages: out.len(),
-        dropped,
-        cut,
+        after_messages: shaped.out.len(),
+        dropped: shaped.dropped,
+        cut: shaped.cut,
         archived: ctx.archiver.keys.iter().map(|k| k.short()).collect(),
-        dropped_marker,
-        pairing,
-        budget,
-        shrink: shrink_report,
+        dropped_marker: shaped.dropped_marker,
+        pairing: shaped.pairing,
+        budget: shaped.budget,
+        shrink: shaped.shrink,
         task_kept,
     };
-    Ok(RungOutcome { history: out, report })
+    Ok(RungOutcome { history: shaped.out, report })
+}
+
+/// Rung 1: pairing repair (orphans archived behind a notice), the halved tool-result budget,
+/// assistant messages over [`RUNG1_ASSISTANT_MAX`] cut.
+fn aggressive(history: &[Message], ctx: &mut RungContext<'_>) -> Result<Shaped, ArchiveError> {
+    let items: Vec<Tracked> =
+        history.iter().cloned().enumerate().map(|(i, msg)| Tracked { origin: Some(i), msg }).collect();
+    let (items, pairing) = repair_tracked(items);
+    // Orphans the repair removes are archived too: nothing is lost.
+    let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
+    let orphans: Vec<&Message> =
+        history.iter().enumerate().filter(|(i, _)| !kept.contains(i)).map(|(_, m)| m).collect();
+    let mut dropped_marker = None;
+    let mut repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
+    if !orphans.is_empty() {
+        // The orphans are dropped: the notice carries the marker of their archive so they stay
+        // recallable (section 6).
+        let (notice, marker) = dropped_notice(&orphans, &mut ctx.archiver)?;
+        dropped_marker = marker;
+        let at = repaired.iter().take_while(|m| m.role == Role::System).count();
+        repaired.insert(at, notice);
+    }
+    let (mut out, budget) = tool_budget::apply(&repaired, ctx.limits.halved(), &mut ctx.archiver)?;
+    let mut cut = budget.previewed;
+    for m in out.iter_mut().filter(|m| m.role == Role::Assistant) {
+        if cut_preserve_end(m, RUNG1_ASSISTANT_MAX, &mut ctx.archiver)? {
+            cut = cut.saturating_add(1);
+        }
+    }
+    Ok(Shaped {
+        out,
+        dropped: orphans.len(),
+        cut,
+        dropped_marker,
+        pairing,
+        budget: Some(budget),
+        shrink: None,
+    })
+}
+
+/// Rungs 2 and 3: keep the last messages (verbatim ones within the quarter-budget rule); rung 3
+/// also caps each kept message and shrinks to the payload budget.
+fn truncate(rung: Rung, history: &[Message], ctx: &mut RungContext<'_>) -> Result<Shaped, ArchiveError> {
+    let keep = if rung == Rung::Emergency { ctx.keep.max(1) } else { ctx.rung3_keep.max(1) };
+    // Verbatim messages are kept as by compaction level 3, within the quarter-budget rule.
+    let (mut out, dropped, dropped_marker, pairing) = keep_last(history, keep, true, &mut ctx.archiver)?;
+    if let Some(budget) = ctx.payload_budget {
+        cap_verbatim(&mut out, budget, &mut ctx.archiver)?;
+    }
+    let mut cut: usize = 0;
+    let mut shrink_report = None;
+    if rung == Rung::Nuclear {
+        for m in out.iter_mut().filter(|m| m.role != Role::System && !is_notice(m)) {
+            if cut_preserve_end(m, RUNG3_MESSAGE_MAX, &mut ctx.archiver)? {
+                cut = cut.saturating_add(1);
+            }
+        }
+        if let Some(budget) = ctx.payload_budget {
+            let (shrunk, r) = shrink(&out, budget, &mut ctx.archiver)?;
+            cut = cut.saturating_add(r.cuts);
+            out = shrunk;
+            shrink_report = Some(r);
+        }
+    }
+    Ok(Shaped { out, dropped, cut, dropped_marker, pairing, budget: None, shrink: shrink_report })
+}
+
+/// The notice that stands for dropped messages, carrying the marker of their archived
+/// transcript (CCR on), and that marker.
+fn dropped_notice(
+    dropped: &[&Message],
+    archiver: &mut Archiver<'_>,
+) -> Result<(Message, Option<String>), ArchiveError> {
+    let mut notice = COMPACTION_NOTICE.to_string();
+    let marker = archiver.put_transcript(dropped)?;
+    if let Some(m) = &marker {
+        notice.push('\n');
+        notice.push_str(&dropped_line(m));
+    }
+    Ok((Message::user(notice), marker))
 }
 
 fn is_notice(m: &Message) -> bool {
@@ -258,44 +286,9 @@ pub(crate) fn keep_last(
     keep_verbatim: bool,
     archiver: &mut Archiver<'_>,
 ) -> Result<(Vec<Message>, usize, Option<String>, PairingReport), ArchiveError> {
-    let role = |i: usize| history.get(i).map(|m| m.role);
-    let indices = |system: bool| -> Vec<usize> {
-        history
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| (m.role == Role::System) == system)
-            .map(|(i, _)| i)
-            .collect()
-    };
-    let system: Vec<usize> = indices(true);
-    let rest: Vec<usize> = indices(false);
-    let start = rest.len().saturating_sub(keep);
-    let mut window: Vec<usize> = rest.iter().skip(start).copied().collect();
-    let task = task_index(history);
-    match task {
-        Some(t) if window.contains(&t) => {
-            // The task is inside: start the kept part at the first user message.
-            while let Some(&first) = window.first() {
-                if role(first) == Some(Role::User) {
-                    break;
-                }
-                window.remove(0);
-            }
-        }
-        Some(t) => {
-            // [better] The task lies before the window (native tool-call chains): keep it, placed
-            // before the window, instead of dropping everything up to the next user message.
-            while window.first().is_some_and(|&f| role(f) == Some(Role::Tool)) {
-                window.remove(0);
-            }
-            window.insert(0, t);
-        }
-        None => {
-            while window.first().is_some_and(|&f| role(f) != Some(Role::User)) && window.len() > 1 {
-                window.remove(0);
-            }
-        }
-    }
+    let (system, rest): (Vec<usize>, Vec<usize>) =
+        (0..history.len()).partition(|&i| history.get(i).is_some_and(|m| m.role == Role::System));
+    let mut window = kept_window(history, &rest, keep);
     if keep_verbatim {
         // Verbatim messages (recall results asked for in full) are kept at level 3, in order.
         let before: Vec<usize> = rest
@@ -324,18 +317,44 @@ pub(crate) fn keep_last(
     let mut out: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
     let mut marker = None;
     if dropped > 0 {
-        let mut notice = COMPACTION_NOTICE.to_string();
-        if archiver.enabled() {
-            let transcript = serde_json::to_vec(&dropped_msgs).map_err(ArchiveError::from)?;
-            if let Some(k) = archiver.put(&transcript)? {
-                notice.push('\n');
-                notice.push_str(&dropped_line(&k.marker()));
-                marker = Some(k.marker());
-            }
-        }
-        out.insert(n_system, Message::user(notice));
+        let (notice, m) = dropped_notice(&dropped_msgs, archiver)?;
+        marker = m;
+        out.insert(n_system, notice);
     }
     Ok((out, dropped, marker, pairing))
+}
+
+/// The indices of the last `keep` non-system messages (`rest`), adjusted so the kept part starts
+/// with a user message, or with the task placed before it when the task lies outside.
+fn kept_window(history: &[Message], rest: &[usize], keep: usize) -> Vec<usize> {
+    let role = |i: usize| history.get(i).map(|m| m.role);
+    let start = rest.len().saturating_sub(keep);
+    let mut window: Vec<usize> = rest.iter().skip(start).copied().collect();
+    match task_index(history) {
+        Some(t) if window.contains(&t) => {
+            // The task is inside: start the kept part at the first user message.
+            while let Some(&first) = window.first() {
+                if role(first) == Some(Role::User) {
+                    break;
+                }
+                window.remove(0);
+            }
+        }
+        Some(t) => {
+            // [better] The task lies before the window (native tool-call chains): keep it, placed
+            // before the window, instead of dropping everything up to the next user message.
+            while window.first().is_some_and(|&f| role(f) == Some(Role::Tool)) {
+                window.remove(0);
+            }
+            window.insert(0, t);
+        }
+        None => {
+            while window.first().is_some_and(|&f| role(f) != Some(Role::User)) && window.len() > 1 {
+                window.remove(0);
+            }
+        }
+    }
+    window
 }
 
 /// A verbatim tool result whose call is gone becomes a user message, so pairing repair keeps it.

@@ -3,7 +3,7 @@
 //! other I/O adapters and implement the same trait.
 
 use salvage_types::event::Cost;
-use salvage_types::message::{Message, Role};
+use salvage_types::message::{Message, Role, ToolCall};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Cancellation, checked between phases and by long-running summarizers.
@@ -134,101 +134,123 @@ fn push_unique(v: &mut Vec<String>, s: String) {
 impl Builtin {
     /// The extractive summary of a segment, within `budget` chars.
     pub fn extract(segment: &[Message], budget: usize) -> String {
-        let mut tasks = Vec::new();
-        let mut read = Vec::new();
-        let mut modified = Vec::new();
-        let mut commands = Vec::new();
-        let mut errors = Vec::new();
-        let mut progress = Vec::new();
-        let mut calls: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        let mut facts = Facts::default();
         for m in segment {
-            match m.role {
-                Role::User if crate::task::is_real_user(m) => {
-                    push_unique(&mut tasks, one_line(&m.content, 300))
-                }
-                Role::Assistant => {
-                    if !m.content.trim().is_empty() {
-                        push_unique(&mut progress, one_line(&m.content, 200));
-                    }
-                    for c in &m.tool_calls {
-                        let name = c.name.to_ascii_lowercase();
-                        calls.insert(c.id.clone(), c.name.clone());
-                        let path = arg_str(&c.arguments, &["path", "file_path", "file", "filename"]);
-                        let cmd = arg_str(&c.arguments, &["command", "cmd"]);
-                        if WRITE_TOOLS.iter().any(|t| name.contains(t)) {
-                            push_unique(&mut modified, path.unwrap_or_else(|| c.name.clone()));
-                        } else if RUN_TOOLS.iter().any(|t| name == *t || name.ends_with(t)) || cmd.is_some() {
-                            push_unique(
-                                &mut commands,
-                                format!(
-                                    "`{}`",
-                                    one_line(&cmd.unwrap_or_else(|| c.arguments.to_string()), 160)
-                                ),
-                            );
-                        } else if READ_TOOLS.iter().any(|t| name.contains(t)) || path.is_some() {
-                            push_unique(
-                                &mut read,
-                                path.unwrap_or_else(|| {
-                                    format!("{}({})", c.name, one_line(&c.arguments.to_string(), 80))
-                                }),
-                            );
-                        } else {
-                            push_unique(
-                                &mut commands,
-                                format!("{}({})", c.name, one_line(&c.arguments.to_string(), 120)),
-                            );
-                        }
-                    }
-                }
-                Role::Tool | Role::User => {
-                    let tool = m
-                        .tool_call_id
-                        .as_ref()
-                        .and_then(|id| calls.get(id))
-                        .cloned()
-                        .unwrap_or_else(|| "tool".into());
-                    if m.is_error {
-                        push_unique(&mut errors, format!("{tool}: {}", one_line(&m.content, 200)));
-                    } else if let Some(l) = m.content.lines().find(|l| {
-                        let l = l.to_ascii_lowercase();
-                        l.contains("error")
-                            || l.contains("failed")
-                            || l.contains("panic")
-                            || l.contains("exception")
-                    }) {
-                        push_unique(&mut errors, format!("{tool}: {}", one_line(l, 200)));
-                    }
-                }
-                Role::System => {}
-            }
+            facts.note(m);
         }
+        facts.render(segment.len(), budget)
+    }
+}
+
+/// What the extractive summarizer gathers from a segment, section by section, in order of first
+/// appearance (each entry once).
+#[derive(Default)]
+struct Facts {
+    tasks: Vec<String>,
+    read: Vec<String>,
+    modified: Vec<String>,
+    commands: Vec<String>,
+    errors: Vec<String>,
+    progress: Vec<String>,
+    /// Tool names by call id, to name the tool of a result.
+    calls: std::collections::HashMap<String, String>,
+}
+
+impl Facts {
+    /// Gathers what one message says.
+    fn note(&mut self, m: &Message) {
+        match m.role {
+            Role::User if crate::task::is_real_user(m) => {
+                push_unique(&mut self.tasks, one_line(&m.content, 300))
+            }
+            Role::Assistant => {
+                if !m.content.trim().is_empty() {
+                    push_unique(&mut self.progress, one_line(&m.content, 200));
+                }
+                for c in &m.tool_calls {
+                    self.note_call(c);
+                }
+            }
+            Role::Tool | Role::User => self.note_result(m),
+            Role::System => {}
+        }
+    }
+
+    /// A tool call: a file modified, a command run, a file read, or another call.
+    fn note_call(&mut self, c: &ToolCall) {
+        let name = c.name.to_ascii_lowercase();
+        self.calls.insert(c.id.clone(), c.name.clone());
+        let path = arg_str(&c.arguments, &["path", "file_path", "file", "filename"]);
+        let cmd = arg_str(&c.arguments, &["command", "cmd"]);
+        if WRITE_TOOLS.iter().any(|t| name.contains(t)) {
+            push_unique(&mut self.modified, path.unwrap_or_else(|| c.name.clone()));
+        } else if RUN_TOOLS.iter().any(|t| name == *t || name.ends_with(t)) || cmd.is_some() {
+            push_unique(
+                &mut self.commands,
+                format!("`{}`", one_line(&cmd.unwrap_or_else(|| c.arguments.to_string()), 160)),
+            );
+        } else if READ_TOOLS.iter().any(|t| name.contains(t)) || path.is_some() {
+            push_unique(
+                &mut self.read,
+                path.unwrap_or_else(|| format!("{}({})", c.name, one_line(&c.arguments.to_string(), 80))),
+            );
+        } else {
+            push_unique(
+                &mut self.commands,
+                format!("{}({})", c.name, one_line(&c.arguments.to_string(), 120)),
+            );
+        }
+    }
+
+    /// A tool result (or a user message that is not the task): an error when it says so.
+    fn note_result(&mut self, m: &Message) {
+        let tool = m
+            .tool_call_id
+            .as_ref()
+            .and_then(|id| self.calls.get(id))
+            .cloned()
+            .unwrap_or_else(|| "tool".into());
+        if m.is_error {
+            push_unique(&mut self.errors, format!("{tool}: {}", one_line(&m.content, 200)));
+        } else if let Some(l) = m.content.lines().find(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("error") || l.contains("failed") || l.contains("panic") || l.contains("exception")
+        }) {
+            push_unique(&mut self.errors, format!("{tool}: {}", one_line(l, 200)));
+        }
+    }
+
+    /// The sections as Markdown, each keeping its most recent entries, within `budget` chars.
+    fn render(&self, messages: usize, budget: usize) -> String {
         let mut out = String::new();
-        let mut section = |title: &str, items: &[String], max: usize| {
-            if items.is_empty() {
-                return;
-            }
-            out.push_str(&format!("## {title}\n"));
-            let skip = items.len().saturating_sub(max);
-            if skip > 0 {
-                out.push_str(&format!("- … {skip} earlier\n"));
-            }
-            for i in items.iter().skip(skip) {
-                out.push_str(&format!("- {i}\n"));
-            }
-            out.push('\n');
-        };
-        section("Current task", &tasks, 3);
-        section("Files read", &read, 30);
-        section("Files modified", &modified, 30);
-        section("Commands run", &commands, 20);
-        section("Errors", &errors, 10);
-        section("Progress", &progress, 8);
+        section(&mut out, "Current task", &self.tasks, 3);
+        section(&mut out, "Files read", &self.read, 30);
+        section(&mut out, "Files modified", &self.modified, 30);
+        section(&mut out, "Commands run", &self.commands, 20);
+        section(&mut out, "Errors", &self.errors, 10);
+        section(&mut out, "Progress", &self.progress, 8);
         if out.is_empty() {
-            out = format!("## Conversation\n- {} earlier messages with no tool activity\n", segment.len());
+            out = format!("## Conversation\n- {messages} earlier messages with no tool activity\n");
         }
         let cut = salvage_types::truncate::head(&out, budget.max(200));
         cut.trim_end().to_string()
     }
+}
+
+/// One section: its title and its last `max` items, with a line counting the earlier ones.
+fn section(out: &mut String, title: &str, items: &[String], max: usize) {
+    if items.is_empty() {
+        return;
+    }
+    out.push_str(&format!("## {title}\n"));
+    let skip = items.len().saturating_sub(max);
+    if skip > 0 {
+        out.push_str(&format!("- … {skip} earlier\n"));
+    }
+    for i in items.iter().skip(skip) {
+        out.push_str(&format!("- {i}\n"));
+    }
+    out.push('\n');
 }
 
 impl Summarizer for Builtin {

@@ -5,10 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use salvage_recovery::archive::{Archive, Archiver, MemoryArchive, SUFFIX_LEN};
-use salvage_recovery::compaction::{compact, CompactionState, Io, NoHooks, NoMemory, Plan};
+use salvage_recovery::compaction::{compact, CompactionState, Io, NoHooks, NoMemory, Outcome, Plan};
 use salvage_recovery::pairing;
 use salvage_recovery::recoverable::lost;
-use salvage_recovery::summarizer::{Builtin, Cancel, Recorded};
+use salvage_recovery::summarizer::{Builtin, Cancel, Recorded, Summarizer};
 use salvage_recovery::task::{task_index, task_survives};
 use salvage_recovery::tool_budget::{self, Limits};
 use salvage_types::event::Trigger;
@@ -102,6 +102,32 @@ fn a_per_turn_limit_below_short_results_does_not_panic() {
     }
 }
 
+/// Compacts `h` into an in-memory archive, with no hooks and no memory worker; the outcome and
+/// the archive.
+fn compact_in_memory(
+    h: &[Message],
+    plan: &Plan,
+    summarizer: &mut dyn Summarizer,
+) -> (Outcome, MemoryArchive) {
+    let mut mem = MemoryArchive::new();
+    let mut state = CompactionState::default();
+    let o = {
+        let lookup = |_: &str| None;
+        let mut status = |_: salvage_recovery::compaction::Phase, _: &str| {};
+        let mut io = Io {
+            archiver: Archiver::new(Some(&mut mem as &mut dyn Archive)),
+            lookup: &lookup,
+            summarizer,
+            hooks: &mut NoHooks,
+            memory: &mut NoMemory,
+            status: &mut status,
+            cancel: &Cancel::new(),
+        };
+        compact(h, plan, &mut state, &mut io).unwrap()
+    };
+    (o, mem)
+}
+
 /// `min_keep_recent = 0` indexed one past the end of the history when snapping the cut.
 #[test]
 fn compaction_with_min_keep_recent_zero() {
@@ -113,28 +139,9 @@ fn compaction_with_min_keep_recent_zero() {
     }
     let task = h[task_index(&h).unwrap()].clone();
     for budget in [0, 500, 20_000] {
-        let mut mem = MemoryArchive::new();
-        let mut state = CompactionState::default();
-        let o = {
-            let lookup = |_: &str| None;
-            let mut status = |_: salvage_recovery::compaction::Phase, _: &str| {};
-            let mut io = Io {
-                archiver: Archiver::new(Some(&mut mem as &mut dyn Archive)),
-                lookup: &lookup,
-                summarizer: &mut Builtin,
-                hooks: &mut NoHooks,
-                memory: &mut NoMemory,
-                status: &mut status,
-                cancel: &Cancel::new(),
-            };
-            let plan = Plan {
-                budget,
-                trigger: Trigger::Manual,
-                min_keep_recent: 0,
-                summarizer_window_chars: 100_000,
-            };
-            compact(&h, &plan, &mut state, &mut io).unwrap()
-        };
+        let plan =
+            Plan { budget, trigger: Trigger::Manual, min_keep_recent: 0, summarizer_window_chars: 100_000 };
+        let (o, mem) = compact_in_memory(&h, &plan, &mut Builtin);
         assert!(pairing::is_valid(&o.history));
         assert!(task_survives(&task, &o.history));
         let lookup = |k: &str| mem.get(k);
@@ -189,24 +196,9 @@ fn level_2_archives_the_orphans_its_pairing_repair_removes() {
     h.push(Message::tool("last", "ok"));
     h.push(Message::tool("ghost", "stray result 🙂"));
     for budget in [0, 2_000] {
-        let mut mem = MemoryArchive::new();
-        let mut state = CompactionState::default();
-        let o = {
-            let lookup = |_: &str| None;
-            let mut status = |_: salvage_recovery::compaction::Phase, _: &str| {};
-            let mut io = Io {
-                archiver: Archiver::new(Some(&mut mem as &mut dyn Archive)),
-                lookup: &lookup,
-                summarizer: &mut Recorded::new(vec![SUMMARY.into()]),
-                hooks: &mut NoHooks,
-                memory: &mut NoMemory,
-                status: &mut status,
-                cancel: &Cancel::new(),
-            };
-            let plan =
-                Plan { budget, trigger: Trigger::Auto, min_keep_recent: 6, summarizer_window_chars: 100_000 };
-            compact(&h, &plan, &mut state, &mut io).unwrap()
-        };
+        let plan =
+            Plan { budget, trigger: Trigger::Auto, min_keep_recent: 6, summarizer_window_chars: 100_000 };
+        let (o, mem) = compact_in_memory(&h, &plan, &mut Recorded::new(vec![SUMMARY.into()]));
         assert!(pairing::is_valid(&o.history));
         let lookup = |k: &str| mem.get(k);
         assert_eq!(lost(&h, &o.history, &lookup), vec![], "budget {budget}, level {}", o.level);

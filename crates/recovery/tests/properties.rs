@@ -58,13 +58,7 @@ fn history() -> impl Strategy<Value = Vec<Message>> {
                 Step::Assistant(len) => h.push(Message::assistant(content(len, seed))),
                 Step::Tools { results, drop_result, orphan } => {
                     let mut a = Message::assistant("");
-                    let ids: Vec<String> = results
-                        .iter()
-                        .map(|_| {
-                            call += 1;
-                            format!("call_{call}")
-                        })
-                        .collect();
+                    let ids = next_call_ids(&mut call, results.len());
                     a.tool_calls = ids
                         .iter()
                         .map(|id| ToolCall {
@@ -89,6 +83,17 @@ fn history() -> impl Strategy<Value = Vec<Message>> {
         }
         h
     })
+}
+
+/// The ids of the next `n` tool calls of a generated history: `call_1`, `call_2`, … counted by
+/// `call` across the history.
+fn next_call_ids(call: &mut usize, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            *call += 1;
+            format!("call_{call}")
+        })
+        .collect()
 }
 
 /// Every content the archive can give back: blobs themselves and the messages of transcripts.
@@ -195,7 +200,7 @@ mod hostile {
     use salvage_recovery::recoverable::lost;
     use salvage_recovery::summarizer::{Builtin, Cancel};
     use salvage_recovery::{dedup, microcompact, shrink, tool_budget, trim};
-    use salvage_types::capture::{Outcome, StopReason};
+    use salvage_types::capture::{Failure, Outcome, StopReason};
     use salvage_types::ccr_key::marker_for;
     use salvage_types::event::{EventBody, StepOutcome};
     use salvage_types::{CcrKey, Config};
@@ -321,13 +326,7 @@ mod hostile {
                     Step::Assistant(t) => h.push(Message::assistant(t)),
                     Step::Tools { results, read, drop_result, orphan } => {
                         let mut a = Message::assistant("");
-                        let ids: Vec<String> = results
-                            .iter()
-                            .map(|_| {
-                                call += 1;
-                                format!("call_{call}")
-                            })
-                            .collect();
+                        let ids = next_call_ids(&mut call, results.len());
                         for id in &ids {
                             let (name, arguments) = match read {
                                 Some((path, range)) => {
@@ -742,10 +741,12 @@ mod hostile {
                     let answer = if rejected < s.rejections {
                         rejected += 1;
                         Answer::Rejected {
-                            status: Some(s.status),
-                            message: "Request Entity Too Large: prompt is too long".into(),
-                            transport: None,
-                            rejected_bytes: s.report_size.then_some(req.bytes),
+                            failure: Failure {
+                                status: Some(s.status),
+                                message: "Request Entity Too Large: prompt is too long".into(),
+                                transport: None,
+                                rejected_request_bytes: s.report_size.then_some(req.bytes),
+                            },
                             counted_tokens: None,
                         }
                     } else {
@@ -829,10 +830,12 @@ mod hostile {
                     Action::Send(_) => {
                         sent += 1;
                         turn.answer(Answer::Rejected {
-                            status: Some(400),
-                            message: "prompt is too long: 300000 tokens > 200000 maximum".into(),
-                            transport: None,
-                            rejected_bytes: None,
+                            failure: Failure {
+                                status: Some(400),
+                                message: "prompt is too long: 300000 tokens > 200000 maximum".into(),
+                                transport: None,
+                                rejected_request_bytes: None,
+                            },
                             counted_tokens: None,
                         })
                         .unwrap();

@@ -105,78 +105,98 @@ pub fn compare(
             c.new.push(r.id.clone());
             continue;
         };
-        let mut flag =
-            |what: &str, before: serde_json::Value, after: serde_json::Value, detail: String, worse: bool| {
-                let ch = Change { id: r.id.clone(), what: what.into(), before, after, detail };
-                if worse {
-                    c.regressions.push(ch);
-                } else {
-                    c.improvements.push(ch);
-                }
-            };
-        let outcome = r.outcome.as_str();
-        if prev.outcome != outcome {
-            flag(
-                "outcome",
-                prev.outcome.clone().into(),
-                outcome.into(),
-                format!("outcome {} → {outcome}", prev.outcome),
-                true,
-            );
-        }
-        let prev_passed = prev.checks.iter().all(|k| k.ok) && prev.expect_met != Some(false);
-        if prev_passed != r.passed() {
-            flag(
-                "passed",
-                prev_passed.into(),
-                r.passed().into(),
-                if r.passed() { "now passes".into() } else { "passed, now fails".into() },
-                prev_passed,
-            );
-        }
-        let attempts = u64::from(r.attempts);
-        if attempts != prev.attempts {
-            flag(
-                "attempts",
-                prev.attempts.into(),
-                attempts.into(),
-                format!("recovery attempts {} → {attempts}", prev.attempts),
-                attempts > prev.attempts,
-            );
-        }
+        let mut flags = Flags { c: &mut c, id: &r.id };
+        compare_verdicts(r, &prev, &mut flags);
         // The accepted (last) request, only when both runs got one accepted.
         let accepted = |o: &str| o == "recovered" || o == "no_failure";
-        if accepted(&prev.outcome) && accepted(outcome) {
-            let pairs: [(&str, Option<u64>, Option<u64>); 3] = [
-                ("bytes", prev.request_bytes.last().copied(), r.request_bytes.last().copied()),
-                (
-                    "estimated_tokens",
-                    prev.estimated_tokens.last().copied(),
-                    r.estimated_tokens.last().copied(),
-                ),
-                (
-                    "real_tokens",
-                    prev.real_tokens.last().copied().flatten(),
-                    r.real_tokens.last().copied().flatten(),
-                ),
-            ];
-            for (what, b, a) in pairs {
-                let (Some(b), Some(a)) = (b, a) else { continue };
-                if up_by(b, a, threshold_percent) {
-                    flag(
-                        what,
-                        b.into(),
-                        a.into(),
-                        format!("accepted request {what} {b} → {a} (over +{threshold_percent}%)"),
-                        true,
-                    );
-                } else if up_by(a, b, threshold_percent) {
-                    flag(what, b.into(), a.into(), format!("accepted request {what} {b} → {a}"), false);
-                }
-            }
+        if accepted(&prev.outcome) && accepted(r.outcome.as_str()) {
+            compare_sizes(r, &prev, threshold_percent, &mut flags);
         }
     }
     let ids: std::collections::BTreeSet<&str> = current.iter().map(|r| r.id.as_str()).collect();
     c.missing = baseline.keys().filter(|k| !ids.contains(k.as_str())).cloned().collect();
     c
+}
+
+/// Where one capture's differences go.
+struct Flags<'c> {
+    c: &'c mut Comparison,
+    id: &'c str,
+}
+
+impl Flags<'_> {
+    /// A regression when `worse`, else an improvement.
+    fn flag(
+        &mut self,
+        what: &str,
+        before: serde_json::Value,
+        after: serde_json::Value,
+        detail: String,
+        worse: bool,
+    ) {
+        let ch = Change { id: self.id.to_string(), what: what.into(), before, after, detail };
+        if worse {
+            self.c.regressions.push(ch);
+        } else {
+            self.c.improvements.push(ch);
+        }
+    }
+}
+
+/// The outcome, whether the capture passed, and the recovery attempts.
+fn compare_verdicts(r: &CaptureReport, prev: &Prev, flags: &mut Flags<'_>) {
+    let outcome = r.outcome.as_str();
+    if prev.outcome != outcome {
+        flags.flag(
+            "outcome",
+            prev.outcome.clone().into(),
+            outcome.into(),
+            format!("outcome {} → {outcome}", prev.outcome),
+            true,
+        );
+    }
+    let prev_passed = prev.checks.iter().all(|k| k.ok) && prev.expect_met != Some(false);
+    if prev_passed != r.passed() {
+        flags.flag(
+            "passed",
+            prev_passed.into(),
+            r.passed().into(),
+            if r.passed() { "now passes".into() } else { "passed, now fails".into() },
+            prev_passed,
+        );
+    }
+    let attempts = u64::from(r.attempts);
+    if attempts != prev.attempts {
+        flags.flag(
+            "attempts",
+            prev.attempts.into(),
+            attempts.into(),
+            format!("recovery attempts {} → {attempts}", prev.attempts),
+            attempts > prev.attempts,
+        );
+    }
+}
+
+/// The accepted request's bytes and tokens (estimated, real): up by more than the threshold is a
+/// regression, down by more an improvement.
+fn compare_sizes(r: &CaptureReport, prev: &Prev, threshold_percent: f64, flags: &mut Flags<'_>) {
+    let pairs: [(&str, Option<u64>, Option<u64>); 3] = [
+        ("bytes", prev.request_bytes.last().copied(), r.request_bytes.last().copied()),
+        ("estimated_tokens", prev.estimated_tokens.last().copied(), r.estimated_tokens.last().copied()),
+        ("real_tokens", prev.real_tokens.last().copied().flatten(), r.real_tokens.last().copied().flatten()),
+    ];
+    for (what, b, a) in pairs {
+        let (Some(b), Some(a)) = (b, a) else { continue };
+        if up_by(b, a, threshold_percent) {
+            flags.flag(
+                what,
+                b.into(),
+                a.into(),
+                format!("accepted request {what} {b} → {a} (over +{threshold_percent}%)"),
+                true,
+            );
+        } else if up_by(a, b, threshold_percent) {
+            flags.flag(what, b.into(), a.into(), format!("accepted request {what} {b} → {a}"), false);
+        }
+    }
 }

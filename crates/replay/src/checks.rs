@@ -228,11 +228,15 @@ fn rewind(run: &Run, journal: &Journal) -> Check {
                 .push(format!("skipped compaction recorded at event {seq}, which has no event before it"));
             continue;
         };
-        let (a, b) = (journal.state_at(&run.session, prev), journal.state_at(&run.session, *seq));
-        if let (Ok(a), Ok(b)) = (a, b) {
-            if a.undo.len() != b.undo.len() {
-                problems.push(format!("skipped compaction {seq} left an undo entry"));
+        // A state that cannot be read is a failure: the accounting cannot be verified.
+        match (journal.state_at(&run.session, prev), journal.state_at(&run.session, *seq)) {
+            (Ok(a), Ok(b)) => {
+                if a.undo.len() != b.undo.len() {
+                    problems.push(format!("skipped compaction {seq} left an undo entry"));
+                }
             }
+            (Err(e), _) => problems.push(format!("skipped compaction {seq}: state before it: {e}")),
+            (_, Err(e)) => problems.push(format!("skipped compaction {seq}: state at it: {e}")),
         }
     }
     match journal.head(&run.session) {
@@ -346,33 +350,7 @@ fn recoverable(run: &Run, capture: &Capture, journal: &Journal, ccr: &Ccr<'_>, s
 /// Compares the run with `expect`: `(met, what differs)`. `expect.events` are counted in the
 /// session's journal.
 pub fn compare(expect: &Expect, run: &Run, journal: &Journal) -> (bool, Vec<String>) {
-    let mut diffs = Vec::new();
-    if !expect.events.is_empty() {
-        match journal.events(&run.session, 0, usize::MAX) {
-            Ok(events) => {
-                let bodies: Vec<(String, serde_json::Value)> = events
-                    .iter()
-                    .map(|e| (e.kind.clone(), serde_json::to_value(&e.body).unwrap_or_default()))
-                    .collect();
-                for want in &expect.events {
-                    if !salvage_types::event::EventBody::KINDS.contains(&want.kind.as_str()) {
-                        diffs.push(format!("events: unknown kind {:?}", want.kind));
-                        continue;
-                    }
-                    let n = bodies
-                        .iter()
-                        .filter(|(k, b)| {
-                            *k == want.kind && want.fields.iter().all(|(f, v)| b.get(f) == Some(v))
-                        })
-                        .count() as u64;
-                    if !want.holds(n) {
-                        diffs.push(format!("events: expected {}, the journal has {n}", want.describe()));
-                    }
-                }
-            }
-            Err(e) => diffs.push(format!("events: cannot read the journal: {e}")),
-        }
-    }
+    let mut diffs = if expect.events.is_empty() { Vec::new() } else { event_diffs(expect, run, journal) };
     if expect.outcome != run.outcome {
         diffs.push(format!("outcome: expected {}, got {}", expect.outcome, run.outcome));
     }
@@ -403,6 +381,37 @@ pub fn compare(expect: &Expect, run: &Run, journal: &Journal) -> (bool, Vec<Stri
         }
     }
     (diffs.is_empty(), diffs)
+}
+
+/// What differs from `expect.events`, counted in the session's journal. A journal or an event
+/// that cannot be read is a difference: the count would be wrong.
+fn event_diffs(expect: &Expect, run: &Run, journal: &Journal) -> Vec<String> {
+    let events = match journal.events(&run.session, 0, usize::MAX) {
+        Ok(events) => events,
+        Err(e) => return vec![format!("events: cannot read the journal: {e}")],
+    };
+    let mut diffs = Vec::new();
+    let mut bodies: Vec<(String, serde_json::Value)> = Vec::with_capacity(events.len());
+    for e in &events {
+        match serde_json::to_value(&e.body) {
+            Ok(b) => bodies.push((e.kind.clone(), b)),
+            Err(err) => diffs.push(format!("events: cannot read event {}: {err}", e.seq)),
+        }
+    }
+    for want in &expect.events {
+        if !salvage_types::event::EventBody::KINDS.contains(&want.kind.as_str()) {
+            diffs.push(format!("events: unknown kind {:?}", want.kind));
+            continue;
+        }
+        let n = bodies
+            .iter()
+            .filter(|(k, b)| *k == want.kind && want.fields.iter().all(|(f, v)| b.get(f) == Some(v)))
+            .count() as u64;
+        if !want.holds(n) {
+            diffs.push(format!("events: expected {}, the journal has {n}", want.describe()));
+        }
+    }
+    diffs
 }
 
 /// The expectation a run would bless.

@@ -10,6 +10,8 @@ use salvage_types::capture::{Capture, CaptureError, Outcome};
 use salvage_types::Clock;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// One capture's report (the `--json` shape of `cli.md`).
 #[derive(Debug, Clone, Serialize)]
@@ -174,75 +176,119 @@ pub fn run_all(
     rung3_keep: usize,
     clock: &dyn Clock,
 ) -> Result<Vec<CaptureReport>, String> {
-    let started = chrono::DateTime::<chrono::Utc>::from(clock.now());
-    // Largest first, so one big capture does not finish last on a single thread.
-    let mut order: Vec<usize> = (0..captures.len()).collect();
-    order.sort_by_key(|&i| {
-        std::cmp::Reverse(captures.get(i).map(|c| salvage_types::history_weight(&c.1.history)))
-    });
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Result<CaptureReport, String>>>> =
-        std::sync::Mutex::new(vec![None; captures.len()].into_iter().map(|_: Option<()>| None).collect());
+    let pool = Pool {
+        captures,
+        target,
+        make_summarizer,
+        progress,
+        rung3_keep,
+        clock,
+        started: chrono::DateTime::<chrono::Utc>::from(clock.now()),
+        order: largest_first(captures),
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        results: Mutex::new((0..captures.len()).map(|_| None).collect()),
+    };
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1).min(captures.len().max(1)) {
-            s.spawn(|| {
-                let journal = match target {
-                    Target::File(p) => Store::open(p, &StoreOptions::default())
-                        .map(Journal::from_store)
-                        .map_err(|e| e.to_string()),
-                    Target::Memory => Journal::in_memory().map_err(|e| e.to_string()),
-                };
-                let mut journal = match journal {
-                    Ok(j) => Some(j),
-                    Err(e) => {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if let Some(slot) = results.lock().as_mut().ok().and_then(|r| r.get_mut(i)) {
-                            *slot = Some(Err(e));
-                        }
-                        None
-                    }
-                };
-                loop {
-                    let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let Some(&i) = order.get(k) else { break };
-                    let Some(j) = journal.as_mut() else { break };
-                    let Some((file, capture)) = captures.get(i) else { continue };
-                    // Unique per run: two replays in the same millisecond, or two captures
-                    // sharing an id, never write into each other's session.
-                    let session = format!(
-                        "{}@{}-{}",
-                        capture.id,
-                        started.format("%Y%m%dT%H%M%S%.3fZ"),
-                        session_nonce(i)
-                    );
-                    let r = make_summarizer(capture).and_then(|mut s| {
-                        run_one(
-                            file,
-                            capture,
-                            j,
-                            s.as_mut(),
-                            &mut NoHooks,
-                            session,
-                            started,
-                            matches!(target, Target::File(_)),
-                            rung3_keep,
-                            clock,
-                        )
-                    });
-                    if let Some(slot) = results.lock().as_mut().ok().and_then(|res| res.get_mut(i)) {
-                        *slot = Some(r);
-                    }
-                    let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst).saturating_add(1);
-                    progress(n, captures.len(), &capture.id);
-                }
-            });
+            s.spawn(|| pool.work());
         }
     });
-    let results = results.into_inner().map_err(|_| "a replay thread panicked".to_string())?;
+    let results = pool.results.into_inner().map_err(|_| "a replay thread panicked".to_string())?;
     results
         .into_iter()
         .enumerate()
         .map(|(i, r)| r.unwrap_or_else(|| Err(format!("capture {i} was not run"))))
         .collect()
+}
+
+/// Capture indices, largest history first, so one big capture does not finish last on a single
+/// thread.
+fn largest_first(captures: &[(PathBuf, Capture)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..captures.len()).collect();
+    order.sort_by_key(|&i| {
+        std::cmp::Reverse(captures.get(i).map(|c| salvage_types::history_weight(&c.1.history)))
+    });
+    order
+}
+
+/// What the replay threads share: the work, the next capture to take, and the result slots.
+struct Pool<'a> {
+    captures: &'a [(PathBuf, Capture)],
+    target: &'a Target,
+    make_summarizer: &'a MakeSummarizer<'a>,
+    progress: &'a (dyn Fn(usize, usize, &str) + Sync),
+    rung3_keep: usize,
+    clock: &'a dyn Clock,
+    started: chrono::DateTime<chrono::Utc>,
+    order: Vec<usize>,
+    next: AtomicUsize,
+    done: AtomicUsize,
+    results: Mutex<Vec<Option<Result<CaptureReport, String>>>>,
+}
+
+impl Pool<'_> {
+    /// One thread: opens its journal, then replays captures until none is left. A journal that
+    /// does not open is the result of the capture the thread would have taken.
+    fn work(&self) {
+        let mut journal = match self.open_journal() {
+            Ok(j) => j,
+            Err(e) => {
+                let i = self.next.fetch_add(1, Ordering::SeqCst);
+                self.store(i, Err(e));
+                return;
+            }
+        };
+        loop {
+            let k = self.next.fetch_add(1, Ordering::SeqCst);
+            let Some(&i) = self.order.get(k) else { break };
+            let Some((file, capture)) = self.captures.get(i) else { continue };
+            let r = self.replay_one(i, file, capture, &mut journal);
+            self.store(i, r);
+            let n = self.done.fetch_add(1, Ordering::SeqCst).saturating_add(1);
+            (self.progress)(n, self.captures.len(), &capture.id);
+        }
+    }
+
+    fn open_journal(&self) -> Result<Journal, String> {
+        match self.target {
+            Target::File(p) => {
+                Store::open(p, &StoreOptions::default()).map(Journal::from_store).map_err(|e| e.to_string())
+            }
+            Target::Memory => Journal::in_memory().map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Replays capture `i` into its own session.
+    fn replay_one(
+        &self,
+        i: usize,
+        file: &Path,
+        capture: &Capture,
+        journal: &mut Journal,
+    ) -> Result<CaptureReport, String> {
+        // Unique per run: two replays in the same millisecond, or two captures sharing an id,
+        // never write into each other's session.
+        let session =
+            format!("{}@{}-{}", capture.id, self.started.format("%Y%m%dT%H%M%S%.3fZ"), session_nonce(i));
+        let mut s = (self.make_summarizer)(capture)?;
+        run_one(
+            file,
+            capture,
+            journal,
+            s.as_mut(),
+            &mut NoHooks,
+            session,
+            self.started,
+            matches!(self.target, Target::File(_)),
+            self.rung3_keep,
+            self.clock,
+        )
+    }
+
+    fn store(&self, i: usize, r: Result<CaptureReport, String>) {
+        if let Some(slot) = self.results.lock().as_mut().ok().and_then(|res| res.get_mut(i)) {
+            *slot = Some(r);
+        }
+    }
 }

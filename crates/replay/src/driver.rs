@@ -411,16 +411,9 @@ impl Driver<'_> {
         let simulated = sim.send(req.bytes, &req.history, req.params.context_management);
         let first = self.run.sent.is_empty() && !failure_is_empty(capture);
         let (answer, from_sim) = match simulated {
-            upstream::Answer::Accepted(_) if first => (
-                Answer::Rejected {
-                    status: capture.failure.status,
-                    message: capture.failure.message.clone(),
-                    transport: capture.failure.transport.clone(),
-                    rejected_bytes: capture.failure.rejected_request_bytes,
-                    counted_tokens: None,
-                },
-                false,
-            ),
+            upstream::Answer::Accepted(_) if first => {
+                (Answer::Rejected { failure: capture.failure.clone(), counted_tokens: None }, false)
+            }
             upstream::Answer::Accepted(r) => (
                 {
                     self.run.provider_cleared.extend(r.cleared_ids.iter().cloned());
@@ -434,16 +427,9 @@ impl Driver<'_> {
                 },
                 true,
             ),
-            upstream::Answer::Rejected(r) => (
-                Answer::Rejected {
-                    status: r.status,
-                    message: r.message,
-                    transport: r.transport,
-                    rejected_bytes: r.rejected_bytes,
-                    counted_tokens: r.counted_tokens,
-                },
-                true,
-            ),
+            upstream::Answer::Rejected(r) => {
+                (Answer::Rejected { failure: r.failure, counted_tokens: r.counted_tokens }, true)
+            }
         };
         if self.run.first_class.is_none() {
             self.from_sim = from_sim;

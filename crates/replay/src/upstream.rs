@@ -3,7 +3,7 @@
 //! (`o200k_base`) that answers an overflow in its real wording, applies provider-side context
 //! editing, and replies with scripted responses.
 
-use salvage_types::capture::{OverflowStyle, RejectStyle, ScriptedResponse, StopReason, Upstream};
+use salvage_types::capture::{Failure, OverflowStyle, RejectStyle, ScriptedResponse, StopReason, Upstream};
 use salvage_types::message::{Message, Role};
 
 /// What the upstream answered.
@@ -16,16 +16,11 @@ pub enum Answer {
 }
 
 /// A rejection as the client sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
-    /// HTTP status (`None` for transport failures).
-    pub status: Option<u16>,
-    /// The error text.
-    pub message: String,
-    /// The transport error.
-    pub transport: Option<String>,
-    /// The rejected size, when the upstream annotates it.
-    pub rejected_bytes: Option<u64>,
+    /// Status (`None` for transport failures), text, transport error, and the rejected size when
+    /// the upstream annotates it.
+    pub failure: Failure,
     /// Tokens the provider counted, when it got that far.
     pub counted_tokens: Option<u64>,
 }
@@ -144,7 +139,10 @@ pub fn gateway_rejection(style: RejectStyle, size: u64, annotate: bool) -> Rejec
         RejectStyle::ConnectionReset => (None, "read tcp 127.0.0.1:51234->127.0.0.1:443: read: connection reset by peer".to_string(), Some("connection reset by peer".to_string())),
         RejectStyle::Eof => (None, "unexpected EOF".to_string(), Some("unexpected EOF".to_string())),
     };
-    Rejection { status, message, transport, rejected_bytes, counted_tokens: None }
+    Rejection {
+        failure: Failure { status, message, transport, rejected_request_bytes: rejected_bytes },
+        counted_tokens: None,
+    }
 }
 
 /// The simulated upstream of one capture.
@@ -210,10 +208,12 @@ impl Simulated {
                     let (status, message) =
                         overflow_message(m.overflow_style.unwrap_or(OverflowStyle::Anthropic), effective, w);
                     return Err(Rejection {
-                        status: Some(status),
-                        message,
-                        transport: None,
-                        rejected_bytes: None,
+                        failure: Failure {
+                            status: Some(status),
+                            message,
+                            transport: None,
+                            rejected_request_bytes: None,
+                        },
                         counted_tokens: Some(effective),
                     });
                 }

@@ -218,3 +218,19 @@ fn escalation_starts_from_the_bodys_own_max_tokens_and_keeps_its_fields() {
     h.push(Message::user(salvage_recovery::escalation::CONTINUATION));
     assert_eq!(r.sent.last().unwrap().bytes, salvage_wire::request_bytes(&raised, &h));
 }
+
+#[test]
+fn rewind_fails_when_the_journal_cannot_be_read_at_a_skipped_compaction() {
+    let c = corpus("gateway-http413-reported");
+    let mut j = Journal::in_memory().unwrap();
+    let mut r = run(&c, &mut j);
+    assert!(get(&run_checks(&r, &c, &j, 3, &CLOCK), "rewind").ok);
+    // A skipped compaction recorded at an event the journal does not have: its state cannot be
+    // read, so the undo accounting cannot be verified, and the check must say so.
+    let past = j.head(&r.session).unwrap().seq + 100;
+    r.skipped_compactions.push(past);
+    let f = run_checks(&r, &c, &j, 3, &CLOCK);
+    let rw = get(&f, "rewind");
+    assert!(!rw.ok, "an unreadable state passed: {}", rw.detail);
+    assert!(rw.detail.contains(&format!("skipped compaction {past}")), "{}", rw.detail);
+}

@@ -140,14 +140,16 @@ fn rung(
 }
 
 /// The hooks configured for `apply`, load errors said as warnings.
-fn load_hooks(
+fn load_hooks<'c>(
     cwd: &std::path::Path,
     home: Option<&std::path::Path>,
-) -> salvage_adapters::hooks::ConfiguredHooks {
+    clock: &'c dyn Clock,
+) -> salvage_adapters::hooks::ConfiguredHooks<'c> {
     let hooks = salvage_adapters::hooks::ConfiguredHooks::load(
         &salvage_adapters::hooks::default_files(cwd, home),
         "apply",
         &cwd.display().to_string(),
+        clock,
     );
     for e in &hooks.load_errors {
         eprintln!("warning: hooks: {e}");
@@ -167,7 +169,9 @@ fn warn_failed_summaries(route: &str, events: &[salvage_types::event::EventBody]
     }
 }
 
-/// Stage `compact`: a manual compaction with the chosen summarizer and the configured hooks.
+/// Stage `compact`: a manual compaction with the chosen summarizer and the configured hooks
+/// (`clock` dates their payloads).
+#[allow(clippy::too_many_arguments)]
 fn compact(
     args: &Args,
     env: &BTreeMap<String, String>,
@@ -176,6 +180,7 @@ fn compact(
     budget: Option<u64>,
     archive: Option<&mut dyn Archive>,
     lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
+    clock: &dyn Clock,
 ) -> Result<(History, serde_json::Value), Failure> {
     let info = salvage_recovery::budget::model_info(args.model.as_deref(), config.context_window);
     let budget = budget.unwrap_or_else(|| {
@@ -194,7 +199,7 @@ fn compact(
     let home = env.get("HOME").map(PathBuf::from);
     let mut summarizer =
         crate::summarizers::build(&route, &cwd, home.as_deref(), &[]).map_err(Failure::Input)?;
-    let mut hooks = load_hooks(&cwd, home.as_deref());
+    let mut hooks = load_hooks(&cwd, home.as_deref(), clock);
     let cancel = salvage_recovery::summarizer::Cancel::new();
     // Only a model-backed summarizer takes seconds: the built-in and recorded ones are local.
     let local = route == "builtin" || route == "recorded";
@@ -282,7 +287,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &
                 .map_err(archive_failure)?;
             (h, json!(r))
         }
-        Stage::Compact => compact(&args, env, &config, &history, budget, archive, &lookup)?,
+        Stage::Compact => compact(&args, env, &config, &history, budget, archive, &lookup, clock)?,
     };
     write_report(args.report.as_deref(), &report)?;
     out.json(&json!(result))?;

@@ -14,14 +14,6 @@ use salvage_types::event::EventBody;
 use salvage_types::truncate::preserve_end;
 use salvage_types::{history_weight, CcrKey, Message, RecoveryPath, Role};
 
-/// What a rejection carried.
-struct Rejection {
-    status: Option<u16>,
-    message: String,
-    transport: Option<String>,
-    rejected_bytes: Option<u64>,
-}
-
 impl Turn {
     pub(super) fn answered(&mut self, answer: Answer, io: &mut EngineIo<'_>) -> Result<(), EngineError> {
         let Some(last) = self.last.as_ref() else {
@@ -51,9 +43,7 @@ impl Turn {
         };
         self.record(event, Change::None, blobs);
         match answer {
-            Answer::Rejected { status, message, transport, rejected_bytes, .. } => {
-                self.rejected(Rejection { status, message, transport, rejected_bytes }, io);
-            }
+            Answer::Rejected { failure, .. } => self.rejected(failure, io),
             Answer::Accepted { stop_reason, content, input_tokens, cleared_tool_uses, cleared_tokens } => {
                 if cleared_tool_uses > 0 && self.input.provider_edits {
                     self.mirror_edits(cleared_tool_uses, cleared_tokens, io)?;
@@ -65,23 +55,21 @@ impl Turn {
         Ok(())
     }
 
-    fn rejected(&mut self, r: Rejection, io: &mut EngineIo<'_>) {
-        let c = classify(&FailureInput {
-            failure: Failure {
-                status: r.status,
-                message: r.message.clone(),
-                transport: r.transport.clone(),
-                rejected_request_bytes: r.rejected_bytes,
-            },
+    fn rejected(&mut self, failure: Failure, io: &mut EngineIo<'_>) {
+        let rejected_bytes = failure.rejected_request_bytes;
+        let input = FailureInput {
+            failure,
             history_bytes: history_weight(&self.history),
             payload_path_seen: self.payload_path,
-        });
+        };
+        let c = classify(&input);
         self.rejected_once = true;
+        let Failure { status, message, transport, .. } = input.failure;
         let event = EventBody::ProviderError {
-            status: r.status,
-            message: r.message,
-            transport: r.transport,
-            rejected_bytes: r.rejected_bytes,
+            status,
+            message,
+            transport,
+            rejected_bytes,
             class: c.class,
             reason: c.reason.clone(),
         };
@@ -93,8 +81,8 @@ impl Turn {
         }
         if c.path == Some(RecoveryPath::Payload) {
             self.payload_path = true;
-            self.learn_cap(r.rejected_bytes);
-            if let Some(rejected) = r.rejected_bytes {
+            self.learn_cap(rejected_bytes);
+            if let Some(rejected) = rejected_bytes {
                 if self.floor(rejected, io) == FloorVerdict::FailFast {
                     self.done(Outcome::FailedFast);
                     return;

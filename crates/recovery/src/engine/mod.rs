@@ -24,7 +24,7 @@ use crate::compaction::{CompactionState, Hooks};
 use crate::escalation::Escalation;
 use crate::session::SessionState;
 use crate::summarizer::Summarizer;
-use salvage_types::capture::{Outcome, StopReason};
+use salvage_types::capture::{Failure, Outcome, StopReason};
 use salvage_types::event::{EventBody, InvalidSetting};
 use salvage_types::{CcrKey, Config, Message};
 use std::collections::VecDeque;
@@ -156,14 +156,9 @@ pub enum Answer {
     },
     /// Rejected, by the provider, a gateway or the transport.
     Rejected {
-        /// HTTP status, if any.
-        status: Option<u16>,
-        /// The body or error text.
-        message: String,
-        /// A transport error.
-        transport: Option<String>,
-        /// The rejected size, when the upstream reported it.
-        rejected_bytes: Option<u64>,
+        /// What the rejection carried: status, text, transport error, the rejected size when the
+        /// upstream reported it (the one vocabulary of a recorded failure).
+        failure: Failure,
         /// The provider's token count, when it got that far.
         counted_tokens: Option<u64>,
     },
