@@ -9,6 +9,7 @@ use common::{corpus, salvage};
 
 use salvage_journal::Journal;
 use salvage_store::Options;
+use std::path::Path;
 
 fn strip_sessions(mut v: serde_json::Value) -> serde_json::Value {
     for c in v["captures"].as_array_mut().unwrap() {
