@@ -243,7 +243,10 @@ fn relay_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row
     // The warm-up pair counts too: rounds + 1 bursts of n requests on each side.
     let per_request = |cpu: Duration| ms(cpu) / (n * (rounds + 1) as f64);
     Ok(Row::at_least(
-        &format!("proxy throughput, {} requests, {} answer, 4 connections, relay only", case.label, case.kind),
+        &format!(
+            "proxy throughput, {} requests, {} answer, 4 connections, relay only",
+            case.label, case.kind
+        ),
         "direct connection",
         pair.speed_ratio(),
         0.9,

@@ -147,7 +147,8 @@ fn quote_or_backslash(s: &[u8]) -> Option<usize> {
     let mut start = 0usize;
     for chunk in s.chunks_exact(8) {
         let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        if has_zero(w ^ ONES.wrapping_mul(u64::from(b'"'))) | has_zero(w ^ ONES.wrapping_mul(u64::from(b'\\')))
+        if has_zero(w ^ ONES.wrapping_mul(u64::from(b'"')))
+            | has_zero(w ^ ONES.wrapping_mul(u64::from(b'\\')))
             != 0
         {
             break;
@@ -215,7 +216,24 @@ mod tests {
 
     #[test]
     fn the_word_at_a_time_scan_counts_as_the_byte_scan() {
-        let pieces = ["{", "}", "[", "]", "\"", "\\", "\\\"", "a", "12", ",", ":", " ", "true", r"\u00e9", "é", "xxxxxxxxx"];
+        let pieces = [
+            "{",
+            "}",
+            "[",
+            "]",
+            "\"",
+            "\\",
+            "\\\"",
+            "a",
+            "12",
+            ",",
+            ":",
+            " ",
+            "true",
+            r"\u00e9",
+            "é",
+            "xxxxxxxxx",
+        ];
         // Every text of up to 4 pieces, and longer ones whose escapes fall across 8-byte words.
         let mut texts: Vec<String> = vec![String::new()];
         for _ in 0..4 {
@@ -228,7 +246,11 @@ mod tests {
         }
         for pad in 0..17 {
             let t = format!(r#"{{"a": "{}\"q\\", "b": [1, "{}"]}}"#, "y".repeat(pad), "z".repeat(pad * 3));
-            assert_eq!(json_shape(t.as_bytes(), usize::MAX), shape_byte_by_byte(t.as_bytes(), usize::MAX), "{t}");
+            assert_eq!(
+                json_shape(t.as_bytes(), usize::MAX),
+                shape_byte_by_byte(t.as_bytes(), usize::MAX),
+                "{t}"
+            );
         }
     }
 

@@ -208,8 +208,9 @@ fn history_events(
         HistoryChange::Append(m) | HistoryChange::Set(m) => m.len() as u64,
         HistoryChange::None => 0,
     };
-    let event = NewEvent::new(event_id(s, &turn.started, 0), turn.started, EventBody::MessageAppended { count })
-        .with_history(change);
+    let event =
+        NewEvent::new(event_id(s, &turn.started, 0), turn.started, EventBody::MessageAppended { count })
+            .with_history(change);
     Ok(vec![event])
 }
 

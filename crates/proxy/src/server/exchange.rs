@@ -45,8 +45,7 @@ impl Head {
         strip_hop_by_hop(&mut headers);
         headers.remove(hyper::header::HOST);
         headers.remove(hyper::header::CONTENT_LENGTH);
-        let session_header =
-            headers.remove(SESSION_HEADER).and_then(|v| v.to_str().ok().map(str::to_string));
+        let session_header = headers.remove(SESSION_HEADER).and_then(|v| v.to_str().ok().map(str::to_string));
         let api = if parts.method == Method::POST {
             st.options.api.or_else(|| Api::from_path(parts.uri.path()))
         } else {
@@ -184,7 +183,8 @@ impl Exchange {
 
     /// Relays an accepted response, the turn going to the writer when it ends.
     fn accepted(mut self, resp: Response<Incoming>) -> Response<ProxyBody> {
-        let header = |name| resp.headers().get(name).and_then(|v: &hyper::header::HeaderValue| v.to_str().ok());
+        let header =
+            |name| resp.headers().get(name).and_then(|v: &hyper::header::HeaderValue| v.to_str().ok());
         let sse = header(hyper::header::CONTENT_TYPE).is_some_and(|c| c.contains("text/event-stream"));
         let encoded =
             header(hyper::header::CONTENT_ENCODING).is_some_and(|c| !c.eq_ignore_ascii_case("identity"));
@@ -330,7 +330,12 @@ async fn rejected(resp: Response<Incoming>) -> Sent {
             let b = b.to_bytes();
             let text = String::from_utf8_lossy(&b).into_owned();
             let size = crate::capture::reported_size(&text);
-            let r = Rejection { status: Some(status.as_u16()), message: text, transport: None, rejected_bytes: size };
+            let r = Rejection {
+                status: Some(status.as_u16()),
+                message: text,
+                transport: None,
+                rejected_bytes: size,
+            };
             Sent::Rejected(r, Some(Response::from_parts(parts, full(b))))
         }
         Err(e) => Sent::Rejected(transport(error_chain(&e)), None),

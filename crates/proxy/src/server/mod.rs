@@ -13,13 +13,13 @@ mod http;
 mod tee;
 
 use crate::record::Writer;
+use bytes::Bytes;
 pub use http::session_header_value;
 use http_body_util::combinators::BoxBody;
-use bytes::Bytes;
+pub use hyper::Uri;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-pub use hyper::Uri;
 use salvage_recovery::session::SessionState;
 use salvage_types::Config;
 use std::collections::HashMap;
