@@ -7,8 +7,8 @@
 //! behind, the end of the next response waits for room and new turns wait to start
 //! (back-pressure on the clients) instead of the queue growing.
 //!
-//! This module holds the turn and how a session is named; [`writer`] the thread and its queue;
-//! [`write`] how one turn becomes journal events (and a capture).
+//! This module holds the turn and how a session is named; `writer.rs` the thread and its queue;
+//! `write.rs` how one turn becomes journal events (and a capture).
 
 mod write;
 mod writer;

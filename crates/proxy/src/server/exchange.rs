@@ -1,6 +1,6 @@
 //! One client request, from its arrival to its answer. A request that is not a turn (another path,
 //! or no journal) is relayed as it is. A turn's body goes upstream as it arrives; an accepted
-//! response is relayed ([`super::tee`]); a rejection is read whole, the request is parsed and
+//! response is relayed (`tee.rs`); a rejection is read whole, the request is parsed and
 //! classified, and either passed to the client (journaled, captured) or, with `--recover` and a
 //! recoverable class, handed to the engine, which retries until an answer or its bound.
 

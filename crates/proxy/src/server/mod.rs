@@ -4,8 +4,8 @@
 //! failure: read the request whole, classify, capture, and with `--recover` climb the ladder and
 //! retry.
 //!
-//! [`http`] holds the plumbing (headers, URIs, the proxy's own answers), [`exchange`] one client
-//! request from its arrival to its answer, [`tee`] the relayed response body that hands the turn
+//! `http.rs` holds the plumbing (headers, URIs, the proxy's own answers), `exchange.rs` one client
+//! request from its arrival to its answer, `tee.rs` the relayed response body that hands the turn
 //! to the writer when it ends.
 
 mod exchange;
