@@ -85,6 +85,63 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// One exchange that must succeed: a status other than 200 fails the measurement, so an error
+/// answered fast is never timed as a fast answer.
+fn post(conn: &mut BufReader<TcpStream>, body: &[u8]) -> anyhow::Result<()> {
+    let (status, answer) = loopback::exchange(conn, "/v1/messages", &[], body)?;
+    anyhow::ensure!(status == 200, "HTTP {status}: {}", String::from_utf8_lossy(&answer));
+    Ok(())
+}
+
+/// One request size and answer kind.
+struct Case {
+    label: &'static str,
+    kind: &'static str,
+    body: Vec<u8>,
+    /// Requests per client connection in a throughput burst.
+    per: usize,
+}
+
+impl Case {
+    fn new(label: &'static str, size: usize, stream: bool) -> Case {
+        let per = if size >= 1_000_000 {
+            8
+        } else if size >= 100_000 {
+            40
+        } else {
+            150
+        };
+        Case { label, kind: if stream { "streamed" } else { "JSON" }, body: body(size, stream), per }
+    }
+
+    /// 4 client connections sending back to back.
+    fn burst(&self, addr: SocketAddr) -> anyhow::Result<()> {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let b = self.body.clone();
+                let per = self.per;
+                std::thread::spawn(move || -> anyhow::Result<()> {
+                    let mut c = connect(addr)?;
+                    for _ in 0..per {
+                        post(&mut c, &b)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| anyhow::anyhow!("client thread panicked"))??;
+        }
+        Ok(())
+    }
+
+    /// Requests in one burst and the megabytes they send.
+    fn sent(&self) -> (f64, f64) {
+        let n = 4 * self.per;
+        (n as f64, (n * self.body.len()) as f64 / 1e6)
+    }
+}
+
 /// Runs the proxy workloads.
 pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
     let relay = rig(false)?;
@@ -93,125 +150,11 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
     let n_lat = if plan.scale < 1.0 { 60 } else { 200 };
     for (label, size) in [("10 KB", 10_000usize), ("100 KB", 100_000), ("1 MB", 1_000_000)] {
         for stream in [false, true] {
-            let b = body(size, stream);
-            let kind = if stream { "streamed" } else { "JSON" };
-            // Latency: one request at a time on kept-alive connections, alternating direct/proxy.
-            let mut direct = connect(rig.upstream)?;
-            let mut via = connect(rig.proxy)?;
-            let (mut a, mut p) = (Vec::new(), Vec::new());
+            let case = Case::new(label, size, stream);
             let n = if size >= 1_000_000 { n_lat / 4 } else { n_lat };
-            for i in 0..n + 5 {
-                let t = Instant::now();
-                loopback::exchange(&mut direct, "/v1/messages", &[], &b)?;
-                let d = t.elapsed();
-                let t = Instant::now();
-                loopback::exchange(&mut via, "/v1/messages", &[], &b)?;
-                let q = t.elapsed();
-                if i >= 5 {
-                    a.push(d);
-                    p.push(q);
-                }
-            }
-            let (a50, p50) = (pct(&mut a, 0.5), pct(&mut p, 0.5));
-            let (a99, p99) = (pct(&mut a, 0.99), pct(&mut p, 0.99));
-            let added = ms(p50) - ms(a50);
-            rows.push(Row {
-                workload: format!("proxy added latency, {label} request, {kind} answer"),
-                baseline: "direct connection".into(),
-                ratio: ms(p50) / ms(a50).max(1e-9),
-                target: "+<= 1 ms p50".into(),
-                met: added <= 1.0,
-                detail: format!(
-                    "p50 {:.3} ms vs {:.3} ms (+{added:.3} ms), p99 {:.3} ms vs {:.3} ms (+{:.3} ms)",
-                    ms(p50),
-                    ms(a50),
-                    ms(p99),
-                    ms(a99),
-                    ms(p99) - ms(a99)
-                ),
-            });
-            // Throughput: 4 client connections sending back to back.
-            let per = if size >= 1_000_000 {
-                8
-            } else if size >= 100_000 {
-                40
-            } else {
-                150
-            };
-            let burst = |addr: SocketAddr| {
-                let handles: Vec<_> = (0..4)
-                    .map(|_| {
-                        let b = b.clone();
-                        std::thread::spawn(move || -> anyhow::Result<()> {
-                            let mut c = connect(addr)?;
-                            for _ in 0..per {
-                                loopback::exchange(&mut c, "/v1/messages", &[], &b)?;
-                            }
-                            Ok(())
-                        })
-                    })
-                    .collect();
-                for h in handles {
-                    h.join().map_err(|_| anyhow::anyhow!("client thread panicked"))??;
-                }
-                Ok(())
-            };
-            let mb = (4 * per * b.len()) as f64 / 1e6;
-            let pair =
-                try_interleave(plan.rounds.clamp(3, 5), || burst(relay.upstream), || burst(relay.proxy))?;
-            rows.push(Row::at_least(
-                &format!("proxy throughput, {label} requests, {kind} answer, 4 connections, relay only"),
-                "direct connection",
-                pair.speed_ratio(),
-                0.9,
-                format!(
-                    "{:.0} vs {:.0} req/s ({:.0} vs {:.0} MB/s sent)",
-                    (4 * per) as f64 / pair.ours.as_secs_f64(),
-                    (4 * per) as f64 / pair.baseline.as_secs_f64(),
-                    mb / pair.ours.as_secs_f64(),
-                    mb / pair.baseline.as_secs_f64()
-                ),
-            ));
-            // With the journal: what the clients see (the writer's queue takes the burst), and
-            // the time until every turn is written. The journal catches up before the next round
-            // so that its backlog does not slow the direct one.
-            let (mut a, mut b, mut written) = (Vec::new(), Vec::new(), Vec::new());
-            for round in 0..=plan.rounds.clamp(3, 5) {
-                rig.handle.flush();
-                let t = Instant::now();
-                burst(rig.upstream)?;
-                let d = t.elapsed();
-                let t = Instant::now();
-                burst(rig.proxy)?;
-                let q = t.elapsed();
-                rig.handle.flush();
-                let w = t.elapsed();
-                if round > 0 {
-                    a.push(d);
-                    b.push(q);
-                    written.push(w);
-                }
-            }
-            let (direct, ours, journaled) = (median(a), median(b), median(written));
-            rows.push(Row::at_least(
-                &format!("proxy throughput, {label} requests, {kind} answer, 4 connections, journaling"),
-                "direct connection",
-                direct.as_secs_f64() / ours.as_secs_f64().max(1e-12),
-                0.9,
-                format!(
-                    "{:.0} vs {:.0} req/s ({:.0} vs {:.0} MB/s sent)",
-                    (4 * per) as f64 / ours.as_secs_f64(),
-                    (4 * per) as f64 / direct.as_secs_f64(),
-                    mb / ours.as_secs_f64(),
-                    mb / direct.as_secs_f64()
-                ),
-            ));
-            rows.push(Row::info(
-                &format!("proxy journal rate, {label} requests, {kind} answer (until every turn is written)"),
-                "direct connection",
-                direct.as_secs_f64() / journaled.as_secs_f64().max(1e-12),
-                format!("{:.0} turns/s journaled", (4 * per) as f64 / journaled.as_secs_f64()),
-            ));
+            rows.push(latency(&rig, &case, n)?);
+            rows.push(relay_throughput(&relay, plan, &case)?);
+            rows.push(journaled_throughput(&rig, plan, &case)?);
         }
     }
     rig.handle.flush();
@@ -224,6 +167,148 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
         )
     }));
     Ok(rows)
+}
+
+/// Added latency: one request at a time on kept-alive connections, alternating direct and through
+/// the journaling proxy, the journal caught up before each pair (as between the turns of a client
+/// waiting on a model), so neither side runs beside the writer's backlog.
+fn latency(rig: &Rig, case: &Case, n: usize) -> anyhow::Result<Row> {
+    let mut direct = connect(rig.upstream)?;
+    let mut via = connect(rig.proxy)?;
+    let (mut a, mut p) = (Vec::new(), Vec::new());
+    for i in 0..n + 5 {
+        rig.handle.flush();
+        let t = Instant::now();
+        post(&mut direct, &case.body)?;
+        let d = t.elapsed();
+        let t = Instant::now();
+        post(&mut via, &case.body)?;
+        let q = t.elapsed();
+        if i >= 5 {
+            a.push(d);
+            p.push(q);
+        }
+    }
+    let (a50, p50) = (pct(&mut a, 0.5), pct(&mut p, 0.5));
+    let (a99, p99) = (pct(&mut a, 0.99), pct(&mut p, 0.99));
+    let added = ms(p50) - ms(a50);
+    Ok(Row {
+        workload: format!("proxy added latency, {} request, {} answer", case.label, case.kind),
+        baseline: "direct connection".into(),
+        ratio: ms(p50) / ms(a50).max(1e-9),
+        target: "+<= 1 ms p50".into(),
+        met: added <= 1.0,
+        detail: format!(
+            "p50 {:.3} ms vs {:.3} ms (+{added:.3} ms), p99 {:.3} ms vs {:.3} ms (+{:.3} ms)",
+            ms(p50),
+            ms(a50),
+            ms(p99),
+            ms(a99),
+            ms(p99) - ms(a99)
+        ),
+    })
+}
+
+/// The CPU time the whole process has used (clients, upstream, proxy and writer alike; threads
+/// that have ended included), from `/proc/self/stat` in ticks of 10 ms (`USER_HZ` is 100).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+    let fields: Vec<u64> = after.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
+    // After the command name come the state (field 3), …, utime (14) and stime (15).
+    let ticks = fields.get(11).copied().unwrap_or(0).saturating_add(fields.get(12).copied().unwrap_or(0));
+    Duration::from_millis(ticks.saturating_mul(10))
+}
+
+/// Runs `f`, adding the process CPU time it took to `cpu`.
+fn on_cpu(cpu: &std::cell::Cell<Duration>, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let before = process_cpu();
+    let r = f();
+    cpu.set(cpu.get() + process_cpu().saturating_sub(before));
+    r
+}
+
+/// Throughput through the proxy relaying only, against the same bursts sent directly, with the
+/// CPU time per request of each (the whole process: on two cores, throughput is bounded by two
+/// cores over the CPU a request takes).
+fn relay_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row> {
+    let (cpu_direct, cpu_proxy) = (std::cell::Cell::default(), std::cell::Cell::default());
+    let rounds = plan.rounds.clamp(3, 5);
+    let pair = try_interleave(
+        rounds,
+        || on_cpu(&cpu_direct, || case.burst(relay.upstream)),
+        || on_cpu(&cpu_proxy, || case.burst(relay.proxy)),
+    )?;
+    let (n, mb) = case.sent();
+    // The warm-up pair counts too: rounds + 1 bursts of n requests on each side.
+    let per_request = |cpu: Duration| ms(cpu) / (n * (rounds + 1) as f64);
+    Ok(Row::at_least(
+        &format!(
+            "proxy throughput, {} requests, {} answer, 4 connections, relay only",
+            case.label, case.kind
+        ),
+        "direct connection",
+        pair.speed_ratio(),
+        0.9,
+        format!(
+            "{:.0} vs {:.0} req/s ({:.0} vs {:.0} MB/s sent); CPU per request {:.2} vs {:.2} ms",
+            n / pair.ours.as_secs_f64(),
+            n / pair.baseline.as_secs_f64(),
+            mb / pair.ours.as_secs_f64(),
+            mb / pair.baseline.as_secs_f64(),
+            per_request(cpu_proxy.get()),
+            per_request(cpu_direct.get())
+        ),
+    ))
+}
+
+/// Sustained throughput with the journal: a burst counts as done when every turn of it is
+/// journaled (the writer must keep up; its bounded queue holds clients back when full), against
+/// the same burst sent directly. What the clients saw (the queue taking part of the burst) is in
+/// the detail. The journal catches up before each direct burst, so its backlog never slows one.
+fn journaled_throughput(rig: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row> {
+    let (mut a, mut b, mut written) = (Vec::new(), Vec::new(), Vec::new());
+    let (cpu_direct, cpu_proxy) = (std::cell::Cell::default(), std::cell::Cell::default());
+    let rounds = plan.rounds.clamp(3, 5);
+    for round in 0..=rounds {
+        rig.handle.flush();
+        let t = Instant::now();
+        on_cpu(&cpu_direct, || case.burst(rig.upstream))?;
+        let d = t.elapsed();
+        let t = Instant::now();
+        let mut q = Duration::ZERO;
+        on_cpu(&cpu_proxy, || {
+            case.burst(rig.proxy)?;
+            q = t.elapsed();
+            rig.handle.flush();
+            Ok(())
+        })?;
+        let w = t.elapsed();
+        if round > 0 {
+            a.push(d);
+            b.push(q);
+            written.push(w);
+        }
+    }
+    let (direct, answered, journaled) = (median(a), median(b), median(written));
+    let (n, mb) = case.sent();
+    let per_request = |cpu: Duration| ms(cpu) / (n * (rounds + 1) as f64);
+    Ok(Row::at_least(
+        &format!("proxy throughput, {} requests, {} answer, 4 connections, journaling", case.label, case.kind),
+        "direct connection",
+        direct.as_secs_f64() / journaled.as_secs_f64().max(1e-12),
+        0.9,
+        format!(
+            "{:.0} turns/s journaled vs {:.0} req/s direct ({:.0} vs {:.0} MB/s); clients answered at {:.0} req/s; CPU per request {:.2} vs {:.2} ms",
+            n / journaled.as_secs_f64(),
+            n / direct.as_secs_f64(),
+            mb / journaled.as_secs_f64(),
+            mb / direct.as_secs_f64(),
+            n / answered.as_secs_f64(),
+            per_request(cpu_proxy.get()),
+            per_request(cpu_direct.get())
+        ),
+    ))
 }
 
 fn memory() -> anyhow::Result<Row> {
@@ -272,7 +357,8 @@ pub fn child_memory() -> anyhow::Result<()> {
     let b = body(100_000, true);
     // Warm up the pools and the allocator with one stream.
     let mut c = connect(rig.proxy)?;
-    loopback::exchange(&mut c, "/v1/messages", &[("x-test-stream-bytes", "1000000")], &b)?;
+    let (status, _) = loopback::exchange(&mut c, "/v1/messages", &[("x-test-stream-bytes", "1000000")], &b)?;
+    anyhow::ensure!(status == 200, "the warm-up stream answered HTTP {status}");
     rig.handle.flush();
     let before = rss_kb("VmRSS:");
     let t = Instant::now();
@@ -284,13 +370,14 @@ pub fn child_memory() -> anyhow::Result<()> {
                 // A reader that does not buffer the whole answer: count it as it comes.
                 let mut c = connect(addr)?;
                 let mut n = 0usize;
-                loopback::exchange_into(
+                let status = loopback::exchange_into(
                     &mut c,
                     "/v1/messages",
                     &[("x-test-stream-bytes", "1000000")],
                     &b,
                     &mut |x| n += x.len(),
                 )?;
+                anyhow::ensure!(status == 200, "a stream answered HTTP {status}");
                 Ok(n)
             })
         })

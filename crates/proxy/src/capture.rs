@@ -129,45 +129,9 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
     if rebuilt != input.bytes {
         notes.push(format!("the body as sent was {} bytes, {rebuilt} as rebuilt", input.bytes));
     }
-    if let Some(style) = gateway_style(&input.failure, input.class) {
-        // The tightest cap consistent with what was seen: the reported size − 1, else the body's
-        // size − 1 (as a replay weighs it, when that is smaller than the bytes as sent).
-        let max = match input.failure.rejected_request_bytes {
-            Some(r) => r.saturating_sub(1),
-            None => input.bytes.min(rebuilt).saturating_sub(1),
-        };
-        notes.push(format!("gateway {} at {max} bytes", style.as_str()));
-        capture.upstream.gateway = Some(Gateway {
-            max_body_bytes: Some(max),
-            rejects_with: style,
-            reports_request_size: input.failure.rejected_request_bytes.is_some(),
-        });
-    }
+    capture.upstream.gateway = gateway(input, rebuilt, &mut notes);
     if input.class == ErrorClass::ContextOverflow {
-        let style = match input.api {
-            Api::AnthropicMessages => OverflowStyle::Anthropic,
-            Api::OpenaiChat | Api::OpenaiResponses => OverflowStyle::Openai,
-        };
-        // The simulation counts with its own tokenizer: the window keeps the excess the provider
-        // reported (counted/window), so the replay overflows as the provider did.
-        let counted = salvage_replay::upstream::count_tokens(&input.history);
-        let window = match overflow_numbers(&input.failure.message) {
-            Some((_, m)) if counted > m => m,
-            Some((n, m)) if n > 0 => u128::from(counted)
-                .checked_mul(u128::from(m))
-                .and_then(|x| x.checked_div(u128::from(n)))
-                .and_then(|w| u64::try_from(w).ok())
-                .unwrap_or(m)
-                .min(counted.saturating_sub(1)),
-            _ => counted.saturating_sub(1),
-        }
-        .max(1);
-        notes.push(format!("context window {window} tokens ({})", style.as_str()));
-        capture.upstream.model = Some(ModelSpec {
-            context_window_tokens: Some(window),
-            overflow_style: Some(style),
-            max_output_tokens: None,
-        });
+        capture.upstream.model = Some(overflowing_model(input, &mut notes));
     }
     let what = match (input.failure.status, &input.failure.transport) {
         (Some(s), _) => format!("HTTP {s}"),
@@ -182,6 +146,47 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
     ));
     salvage_wire::redact::redact_capture(&mut capture);
     capture
+}
+
+/// The gateway a rejection shows, if any: its style and the tightest cap consistent with what was
+/// seen (the reported size − 1, else the body's size − 1, as a replay weighs it when that is
+/// smaller than the bytes as sent).
+fn gateway(input: &CaptureInput, rebuilt: u64, notes: &mut Vec<String>) -> Option<Gateway> {
+    let style = gateway_style(&input.failure, input.class)?;
+    let max = match input.failure.rejected_request_bytes {
+        Some(r) => r.saturating_sub(1),
+        None => input.bytes.min(rebuilt).saturating_sub(1),
+    };
+    notes.push(format!("gateway {} at {max} bytes", style.as_str()));
+    Some(Gateway {
+        max_body_bytes: Some(max),
+        rejects_with: style,
+        reports_request_size: input.failure.rejected_request_bytes.is_some(),
+    })
+}
+
+/// The model of an overflow: the provider's style and a window that reproduces it.
+fn overflowing_model(input: &CaptureInput, notes: &mut Vec<String>) -> ModelSpec {
+    let style = match input.api {
+        Api::AnthropicMessages => OverflowStyle::Anthropic,
+        Api::OpenaiChat | Api::OpenaiResponses => OverflowStyle::Openai,
+    };
+    // The simulation counts with its own tokenizer: the window keeps the excess the provider
+    // reported (counted/window), so the replay overflows as the provider did.
+    let counted = salvage_replay::upstream::count_tokens(&input.history);
+    let window = match overflow_numbers(&input.failure.message) {
+        Some((_, m)) if counted > m => m,
+        Some((n, m)) if n > 0 => u128::from(counted)
+            .checked_mul(u128::from(m))
+            .and_then(|x| x.checked_div(u128::from(n)))
+            .and_then(|w| u64::try_from(w).ok())
+            .unwrap_or(m)
+            .min(counted.saturating_sub(1)),
+        _ => counted.saturating_sub(1),
+    }
+    .max(1);
+    notes.push(format!("context window {window} tokens ({})", style.as_str()));
+    ModelSpec { context_window_tokens: Some(window), overflow_style: Some(style), max_output_tokens: None }
 }
 
 #[cfg(test)]

@@ -88,6 +88,53 @@ fn socket_linger_zero(s: &std::net::TcpStream) {
 
 struct Reset;
 
+/// One request as the stand-in reads it.
+struct Asked {
+    path: String,
+    /// The body's length.
+    len: usize,
+    /// `x-test-mode` (`ok` when absent).
+    mode: String,
+    /// `x-test-stream-bytes`: the length of a long streamed answer.
+    stream_bytes: usize,
+    /// The body asks for a stream.
+    stream: bool,
+}
+
+/// Reads the next request (none: the connection ended).
+async fn read_request<R: AsyncBufReadExt + Unpin>(r: &mut R) -> Option<Asked> {
+    let mut asked = Asked { path: String::new(), len: 0, mode: "ok".into(), stream_bytes: 0, stream: false };
+    let mut first = true;
+    loop {
+        let mut line = String::new();
+        match r.read_line(&mut line).await {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        if line == "\r\n" || line == "\n" {
+            break;
+        }
+        let lower = line.to_ascii_lowercase();
+        if first {
+            asked.path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            first = false;
+        }
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            asked.len = v.trim().parse().unwrap_or(0);
+        }
+        if let Some(v) = lower.strip_prefix("x-test-stream-bytes:") {
+            asked.stream_bytes = v.trim().parse().unwrap_or(0);
+        }
+        if let Some(v) = lower.strip_prefix("x-test-mode:") {
+            asked.mode = v.trim().to_string();
+        }
+    }
+    let mut body = vec![0u8; asked.len];
+    r.read_exact(&mut body).await.ok()?;
+    asked.stream = body.windows(13).any(|w| w == b"\"stream\":true" || w == b"\"stream\": tru");
+    Some(asked)
+}
+
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     cap: usize,
@@ -95,115 +142,112 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     plain: Option<&std::net::TcpStream>,
 ) -> Result<(), Reset> {
     let mut r = TokioBufReader::new(stream);
-    loop {
-        let mut head = Vec::new();
-        let mut len = 0usize;
-        let mut mode = String::from("ok");
-        let mut path = String::new();
-        let mut stream_bytes = 0usize;
-        loop {
-            let mut line = String::new();
-            match r.read_line(&mut line).await {
-                Ok(0) | Err(_) => return Ok(()),
-                Ok(_) => {}
-            }
-            if line == "\r\n" || line == "\n" {
-                break;
-            }
-            let lower = line.to_ascii_lowercase();
-            if head.is_empty() {
-                path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-            }
-            if let Some(v) = lower.strip_prefix("content-length:") {
-                len = v.trim().parse().unwrap_or(0);
-            }
-            if let Some(v) = lower.strip_prefix("x-test-stream-bytes:") {
-                stream_bytes = v.trim().parse().unwrap_or(0);
-            }
-            if let Some(v) = lower.strip_prefix("x-test-mode:") {
-                mode = v.trim().to_string();
-            }
-            head.push(line);
-        }
-        let mut body = vec![0u8; len];
-        if r.read_exact(&mut body).await.is_err() {
-            return Ok(());
-        }
+    while let Some(asked) = read_request(&mut r).await {
         if let Ok(mut v) = seen.0.lock() {
-            v.push(len);
+            v.push(asked.len);
         }
-        let stream_wanted = body.windows(13).any(|w| w == b"\"stream\":true" || w == b"\"stream\": tru");
         let w = r.get_mut();
-        if len > cap {
-            match mode.as_str() {
-                "reset" if plain.is_some() => {
-                    if let Some(s) = plain {
-                        socket_linger_zero(s);
-                    }
-                    return Err(Reset);
-                }
-                "overflow" => {
-                    let msg = format!("{{\"type\":\"error\",\"error\":{{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: {} tokens > {} maximum\"}},\"request_id\":\"req_loopback\"}}", len / 4, cap / 4);
-                    respond(w, 400, "application/json", msg.as_bytes()).await?;
-                }
-                "waf" => respond(w, 403, "text/html", WAF_PAGE.as_bytes()).await?,
-                _ => respond(w, 413, "text/html", NGINX_413.as_bytes()).await?,
-            }
+        if asked.len > cap {
+            reject(w, &asked, cap, plain).await?;
             continue;
         }
-        let text = format!("Done: {} bytes received.", len);
-        let p = path.split('?').next().unwrap_or("");
+        let p = asked.path.split('?').next().unwrap_or("");
         if p.ends_with("/messages") {
-            if stream_wanted && stream_bytes > 0 {
-                // A long answer: about `stream_bytes` of text in 1 KB deltas, written as made (the
-                // stand-in holds one event at a time, so it weighs nothing in a memory figure).
-                let delta = "x".repeat(1000);
-                let start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n".to_string();
-                let deltas = (0..stream_bytes / 1000).map(|_| format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{delta}\"}}}}\n\n"));
-                let end = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":6}}\n\n".to_string();
-                sse(w, std::iter::once(start).chain(deltas).chain(std::iter::once(end))).await?;
-            } else if stream_wanted {
-                let events = [
-                    format!("event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"output_tokens\":1}}}}}}\n\n", len / 4),
-                    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n".to_string(),
-                    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Done: \"}}\n\n".to_string(),
-                    format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{len} bytes received.\"}}}}\n\n"),
-                    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n".to_string(),
-                    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":6}}\n\n".to_string(),
-                    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n".to_string(),
-                ];
-                sse(w, events).await?;
-            } else {
-                let b = format!("{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"output_tokens\":6}}}}", len / 4);
-                respond(w, 200, "application/json", b.as_bytes()).await?;
-            }
+            answer_messages(w, &asked).await?;
         } else if p.ends_with("/chat/completions") {
-            if stream_wanted {
-                let events = [
-                    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Done: \"},\"finish_reason\":null}]}\n\n".to_string(),
-                    format!("data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{len} bytes received.\"}},\"finish_reason\":\"stop\"}}]}}\n\n"),
-                    "data: [DONE]\n\n".to_string(),
-                ];
-                sse(w, events).await?;
-            } else {
-                let b = format!("{{\"id\":\"c1\",\"object\":\"chat.completion\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":\"stop\"}}],\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":6,\"total_tokens\":{}}}}}", len / 4, (len / 4).saturating_add(6));
-                respond(w, 200, "application/json", b.as_bytes()).await?;
-            }
+            answer_chat(w, &asked).await?;
         } else if p.ends_with("/responses") {
-            let obj = format!("{{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":0,\"status\":\"completed\",\"model\":\"gpt-4o\",\"output\":[{{\"type\":\"message\",\"id\":\"m1\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{{\"type\":\"output_text\",\"text\":\"{text}\",\"annotations\":[]}}]}}],\"parallel_tool_calls\":true,\"tool_choice\":\"auto\",\"tools\":[],\"usage\":{{\"input_tokens\":{},\"output_tokens\":6,\"total_tokens\":{}}}}}", len / 4, (len / 4).saturating_add(6));
-            if stream_wanted {
-                let events = [
-                    "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Done: \",\"sequence_number\":1}\n\n".to_string(),
-                    format!("event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"{len} bytes received.\",\"sequence_number\":2}}\n\n"),
-                    format!("event: response.completed\ndata: {{\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{obj}}}\n\n"),
-                ];
-                sse(w, events).await?;
-            } else {
-                respond(w, 200, "application/json", obj.as_bytes()).await?;
-            }
+            answer_responses(w, &asked).await?;
         } else {
             respond(w, 404, "application/json", b"{\"error\":\"not found\"}").await?;
         }
+    }
+    Ok(())
+}
+
+/// A body over the cap, rejected in the request's mode.
+async fn reject<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    asked: &Asked,
+    cap: usize,
+    plain: Option<&std::net::TcpStream>,
+) -> Result<(), Reset> {
+    match asked.mode.as_str() {
+        "reset" if plain.is_some() => {
+            if let Some(s) = plain {
+                socket_linger_zero(s);
+            }
+            Err(Reset)
+        }
+        "overflow" => {
+            let msg = format!("{{\"type\":\"error\",\"error\":{{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: {} tokens > {} maximum\"}},\"request_id\":\"req_loopback\"}}", asked.len / 4, cap / 4);
+            respond(w, 400, "application/json", msg.as_bytes()).await
+        }
+        "waf" => respond(w, 403, "text/html", WAF_PAGE.as_bytes()).await,
+        _ => respond(w, 413, "text/html", NGINX_413.as_bytes()).await,
+    }
+}
+
+/// An Anthropic Messages answer: JSON, a short stream, or a long one (`x-test-stream-bytes`).
+async fn answer_messages<W: AsyncWrite + Unpin>(w: &mut W, asked: &Asked) -> Result<(), Reset> {
+    let len = asked.len;
+    if asked.stream && asked.stream_bytes > 0 {
+        // A long answer: about `stream_bytes` of text in 1 KB deltas, written as made (the
+        // stand-in holds one event at a time, so it weighs nothing in a memory figure).
+        let delta = "x".repeat(1000);
+        let start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n".to_string();
+        let deltas = (0..asked.stream_bytes / 1000).map(|_| format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{delta}\"}}}}\n\n"));
+        let end = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":6}}\n\n".to_string();
+        sse(w, std::iter::once(start).chain(deltas).chain(std::iter::once(end))).await
+    } else if asked.stream {
+        let events = [
+            format!("event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"output_tokens\":1}}}}}}\n\n", len / 4),
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n".to_string(),
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Done: \"}}\n\n".to_string(),
+            format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{len} bytes received.\"}}}}\n\n"),
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n".to_string(),
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":6}}\n\n".to_string(),
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n".to_string(),
+        ];
+        sse(w, events).await
+    } else {
+        let text = format!("Done: {len} bytes received.");
+        let b = format!("{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{},\"output_tokens\":6}}}}", len / 4);
+        respond(w, 200, "application/json", b.as_bytes()).await
+    }
+}
+
+/// An OpenAI chat completions answer, JSON or streamed.
+async fn answer_chat<W: AsyncWrite + Unpin>(w: &mut W, asked: &Asked) -> Result<(), Reset> {
+    let len = asked.len;
+    if asked.stream {
+        let events = [
+            "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Done: \"},\"finish_reason\":null}]}\n\n".to_string(),
+            format!("data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{len} bytes received.\"}},\"finish_reason\":\"stop\"}}]}}\n\n"),
+            "data: [DONE]\n\n".to_string(),
+        ];
+        sse(w, events).await
+    } else {
+        let text = format!("Done: {len} bytes received.");
+        let b = format!("{{\"id\":\"c1\",\"object\":\"chat.completion\",\"created\":0,\"model\":\"gpt-4o\",\"choices\":[{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":\"{text}\"}},\"finish_reason\":\"stop\"}}],\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":6,\"total_tokens\":{}}}}}", len / 4, (len / 4).saturating_add(6));
+        respond(w, 200, "application/json", b.as_bytes()).await
+    }
+}
+
+/// An OpenAI Responses answer, JSON or streamed.
+async fn answer_responses<W: AsyncWrite + Unpin>(w: &mut W, asked: &Asked) -> Result<(), Reset> {
+    let len = asked.len;
+    let text = format!("Done: {len} bytes received.");
+    let obj = format!("{{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":0,\"status\":\"completed\",\"model\":\"gpt-4o\",\"output\":[{{\"type\":\"message\",\"id\":\"m1\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{{\"type\":\"output_text\",\"text\":\"{text}\",\"annotations\":[]}}]}}],\"parallel_tool_calls\":true,\"tool_choice\":\"auto\",\"tools\":[],\"usage\":{{\"input_tokens\":{},\"output_tokens\":6,\"total_tokens\":{}}}}}", len / 4, (len / 4).saturating_add(6));
+    if asked.stream {
+        let events = [
+            "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Done: \",\"sequence_number\":1}\n\n".to_string(),
+            format!("event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"item_id\":\"m1\",\"output_index\":0,\"content_index\":0,\"delta\":\"{len} bytes received.\",\"sequence_number\":2}}\n\n"),
+            format!("event: response.completed\ndata: {{\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{obj}}}\n\n"),
+        ];
+        sse(w, events).await
+    } else {
+        respond(w, 200, "application/json", obj.as_bytes()).await
     }
 }
 

@@ -95,9 +95,10 @@ fn read_bounded(r: impl Read, file: &str, limit: u64, hint: u64) -> Result<Vec<u
 /// stops counting past `max_values`. Malformed text is left for the parser to report.
 pub fn json_shape(bytes: &[u8], max_values: usize) -> (usize, usize) {
     let (mut depth, mut max_depth, mut values) = (0usize, 0usize, 0usize);
-    let mut it = bytes.iter().copied().peekable();
+    let mut i = 0usize;
     while values <= max_values {
-        let Some(b) = it.next() else { break };
+        let Some(&b) = bytes.get(i) else { break };
+        i = i.saturating_add(1);
         match b {
             b'{' | b'[' => {
                 values = values.saturating_add(1);
@@ -107,28 +108,55 @@ pub fn json_shape(bytes: &[u8], max_values: usize) -> (usize, usize) {
             b'}' | b']' => depth = depth.saturating_sub(1),
             b'"' => {
                 values = values.saturating_add(1);
-                // Skip the string, escapes included.
-                while let Some(c) = it.next() {
-                    match c {
-                        b'\\' => {
-                            it.next();
-                        }
-                        b'"' => break,
-                        _ => {}
-                    }
-                }
+                i = string_end(bytes, i);
             }
             b'0'..=b'9' | b'-' | b't' | b'f' | b'n' => {
                 values = values.saturating_add(1);
-                while it
-                    .next_if(|c| !matches!(c, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t' | b':'))
-                    .is_some()
-                {}
+                while bytes
+                    .get(i)
+                    .is_some_and(|c| !matches!(c, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t' | b':'))
+                {
+                    i = i.saturating_add(1);
+                }
             }
             _ => {}
         }
     }
     (max_depth, values)
+}
+
+/// Where the string whose contents start at `i` ends: just after its closing quote, escapes
+/// skipped (the end of the text when it is not closed).
+fn string_end(bytes: &[u8], mut i: usize) -> usize {
+    loop {
+        let rest = bytes.get(i..).unwrap_or_default();
+        let Some(at) = quote_or_backslash(rest).map(|k| k.saturating_add(i)) else { return bytes.len() };
+        match bytes.get(at) {
+            Some(b'\\') => i = at.saturating_add(2),
+            _ => return at.saturating_add(1),
+        }
+    }
+}
+
+/// The first `"` or `\` of `s`, eight bytes at a time (long strings are most of a request body).
+fn quote_or_backslash(s: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Non-zero exactly when a byte of `x` is zero.
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut start = 0usize;
+    for chunk in s.chunks_exact(8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        if has_zero(w ^ ONES.wrapping_mul(u64::from(b'"')))
+            | has_zero(w ^ ONES.wrapping_mul(u64::from(b'\\')))
+            != 0
+        {
+            break;
+        }
+        start = start.saturating_add(8);
+    }
+    let tail = s.get(start..).unwrap_or_default();
+    tail.iter().position(|&c| c == b'"' || c == b'\\').map(|k| k.saturating_add(start))
 }
 
 /// Refuses a JSON text holding more values than [`max_values`] allows for its size, naming the
@@ -147,6 +175,84 @@ pub fn check_json_shape(bytes: &[u8], file: &str) -> Result<(), CaptureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte-by-byte scan `json_shape` replaced, as the reference.
+    fn shape_byte_by_byte(bytes: &[u8], max_values: usize) -> (usize, usize) {
+        let (mut depth, mut max_depth, mut values) = (0usize, 0usize, 0usize);
+        let mut it = bytes.iter().copied().peekable();
+        while values <= max_values {
+            let Some(b) = it.next() else { break };
+            match b {
+                b'{' | b'[' => {
+                    values += 1;
+                    depth += 1;
+                    max_depth = max_depth.max(depth);
+                }
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                b'"' => {
+                    values += 1;
+                    while let Some(c) = it.next() {
+                        match c {
+                            b'\\' => {
+                                it.next();
+                            }
+                            b'"' => break,
+                            _ => {}
+                        }
+                    }
+                }
+                b'0'..=b'9' | b'-' | b't' | b'f' | b'n' => {
+                    values += 1;
+                    while it
+                        .next_if(|c| !matches!(c, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t' | b':'))
+                        .is_some()
+                    {}
+                }
+                _ => {}
+            }
+        }
+        (max_depth, values)
+    }
+
+    #[test]
+    fn the_word_at_a_time_scan_counts_as_the_byte_scan() {
+        let pieces = [
+            "{",
+            "}",
+            "[",
+            "]",
+            "\"",
+            "\\",
+            "\\\"",
+            "a",
+            "12",
+            ",",
+            ":",
+            " ",
+            "true",
+            r"\u00e9",
+            "é",
+            "xxxxxxxxx",
+        ];
+        // Every text of up to 4 pieces, and longer ones whose escapes fall across 8-byte words.
+        let mut texts: Vec<String> = vec![String::new()];
+        for _ in 0..4 {
+            texts = texts.iter().flat_map(|t| pieces.iter().map(move |p| format!("{t}{p}"))).collect();
+            for t in &texts {
+                for max in [0, 1, 3, usize::MAX] {
+                    assert_eq!(json_shape(t.as_bytes(), max), shape_byte_by_byte(t.as_bytes(), max), "{t:?}");
+                }
+            }
+        }
+        for pad in 0..17 {
+            let t = format!(r#"{{"a": "{}\"q\\", "b": [1, "{}"]}}"#, "y".repeat(pad), "z".repeat(pad * 3));
+            assert_eq!(
+                json_shape(t.as_bytes(), usize::MAX),
+                shape_byte_by_byte(t.as_bytes(), usize::MAX),
+                "{t}"
+            );
+        }
+    }
 
     #[test]
     fn shapes_are_counted_without_parsing() {

@@ -51,9 +51,31 @@ pub struct Args {
 
 /// Runs the command until interrupted (SIGINT or SIGTERM), then finishes journaling.
 pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
+    let settings: BTreeMap<String, String> = env
+        .iter()
+        .filter(|(k, _)| SETTING_NAMES.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let options = options(&args, &settings)?;
+    let listen: std::net::SocketAddr =
+        args.listen.parse().map_err(|e| Failure::Input(format!("--listen {}: {e}", args.listen)))?;
+    let writer = writer(&args, settings)?;
+    let proxy = Proxy::new(options, writer, Box::new(|line: &str| eprintln!("salvage proxy: {line}")))
+        .map_err(Failure::input)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Problem(format!("runtime: {e}")))?;
+    let result = rt.block_on(serve(&args, listen, proxy.clone(), out));
+    proxy.flush();
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    result
+}
+
+/// What the proxy is asked to do, from the arguments and the `CHATCLI_*` settings.
+fn options(args: &Args, settings: &BTreeMap<String, String>) -> Result<Options, Failure> {
     let upstream: salvage_proxy::server::Uri =
         args.upstream.parse().map_err(|e| Failure::Input(format!("--upstream {}: {e}", args.upstream)))?;
-    let api = args.provider.as_deref().and_then(Api::parse);
     let extra_roots = match &args.upstream_ca {
         None => Vec::new(),
         Some(p) => {
@@ -63,83 +85,74 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
                 .map_err(|e| Failure::Input(format!("{}: {e}", p.display())))?
         }
     };
-    let listen: std::net::SocketAddr =
-        args.listen.parse().map_err(|e| Failure::Input(format!("--listen {}: {e}", args.listen)))?;
-    let settings: BTreeMap<String, String> = env
-        .iter()
-        .filter(|(k, _)| SETTING_NAMES.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let config = Config::from_env(&settings);
-    let settings_for_engine = settings.clone();
+    Ok(Options {
+        upstream,
+        api: args.provider.as_deref().and_then(Api::parse),
+        recover: args.recover,
+        config: Config::from_env(settings),
+        extra_roots,
+        max_request_bytes: 256 * 1024 * 1024,
+        settings: settings.clone(),
+    })
+}
+
+/// The journal writer (none when neither the journal nor captures are wanted; an in-memory
+/// journal when only captures are).
+fn writer(args: &Args, settings: BTreeMap<String, String>) -> Result<Option<Writer>, Failure> {
     if let Some(dir) = &args.captures {
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::Input(format!("{}: cannot create: {e}", dir.display())))?;
     }
-    let writer = if args.no_journal && args.captures.is_none() {
-        None
+    if args.no_journal && args.captures.is_none() {
+        return Ok(None);
+    }
+    let journal = if args.no_journal {
+        Journal::in_memory().map_err(Failure::input)?
     } else {
-        let journal = if args.no_journal {
-            Journal::in_memory().map_err(Failure::input)?
-        } else {
-            Journal::open(&args.db.db, &StoreOptions::default()).map_err(Failure::input)?
-        };
-        let report = Box::new(|w: Written| match w {
-            Written::Turn { session, capture: Some(c) } => {
-                eprintln!("salvage proxy: {session}: failure captured in {}", c.display())
-            }
-            Written::Turn { .. } => {}
-            Written::Failed(e) => eprintln!("salvage proxy: journal: {e}"),
-        });
-        let options = WriterOptions { captures: args.captures.clone(), settings };
-        Some(
-            Writer::start(journal, options, report)
-                .map_err(|e| Failure::Problem(format!("journal writer: {e}")))?,
-        )
+        Journal::open(&args.db.db, &StoreOptions::default()).map_err(Failure::input)?
     };
-    let options = Options {
-        upstream,
-        api,
-        recover: args.recover,
-        config,
-        extra_roots,
-        max_request_bytes: 256 * 1024 * 1024,
-        settings: settings_for_engine,
-    };
-    let proxy = Proxy::new(options, writer, Box::new(|line: &str| eprintln!("salvage proxy: {line}")))
-        .map_err(Failure::input)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Problem(format!("runtime: {e}")))?;
-    let served = proxy.clone();
-    let result: Result<(), Failure> = rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(|e| Failure::Input(format!("--listen {listen}: {e}")))?;
-        let local = listener.local_addr().map_err(|e| Failure::Problem(e.to_string()))?;
-        out.line(&format!("listening on http://{local} -> {}", args.upstream))?;
-        out.flush()?;
-        eprintln!(
-            "salvage proxy: journal {}; captures {}; recovery {}",
-            if args.no_journal { "off".to_string() } else { args.db.db.display().to_string() },
-            args.captures.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "off".into()),
-            if args.recover { "on" } else { "off" }
-        );
-        #[cfg(unix)]
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| Failure::Problem(format!("signal: {e}")))?;
-        #[cfg(unix)]
-        let terminated = term.recv();
-        #[cfg(not(unix))]
-        let terminated = std::future::pending::<Option<()>>();
-        tokio::select! {
-            r = served.serve(listener) => r.map_err(|e| Failure::Problem(e.to_string())),
-            _ = tokio::signal::ctrl_c() => Ok(()),
-            _ = terminated => Ok(()),
+    let report = Box::new(|w: Written| match w {
+        Written::Turn { session, capture: Some(c) } => {
+            eprintln!("salvage proxy: {session}: failure captured in {}", c.display())
         }
+        Written::Turn { .. } => {}
+        Written::Failed(e) => eprintln!("salvage proxy: journal: {e}"),
     });
-    proxy.flush();
-    rt.shutdown_timeout(std::time::Duration::from_millis(200));
-    result
+    let options = WriterOptions { captures: args.captures.clone(), settings };
+    Writer::start(journal, options, report)
+        .map(Some)
+        .map_err(|e| Failure::Problem(format!("journal writer: {e}")))
+}
+
+/// Listens and serves until SIGINT or SIGTERM.
+async fn serve(
+    args: &Args,
+    listen: std::net::SocketAddr,
+    proxy: Proxy,
+    out: &mut Output,
+) -> Result<(), Failure> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| Failure::Input(format!("--listen {listen}: {e}")))?;
+    let local = listener.local_addr().map_err(|e| Failure::Problem(e.to_string()))?;
+    out.line(&format!("listening on http://{local} -> {}", args.upstream))?;
+    out.flush()?;
+    eprintln!(
+        "salvage proxy: journal {}; captures {}; recovery {}",
+        if args.no_journal { "off".to_string() } else { args.db.db.display().to_string() },
+        args.captures.as_ref().map(|d| d.display().to_string()).unwrap_or_else(|| "off".into()),
+        if args.recover { "on" } else { "off" }
+    );
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| Failure::Problem(format!("signal: {e}")))?;
+    #[cfg(unix)]
+    let terminated = term.recv();
+    #[cfg(not(unix))]
+    let terminated = std::future::pending::<Option<()>>();
+    tokio::select! {
+        r = proxy.serve(listener) => r.map_err(|e| Failure::Problem(e.to_string())),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+        _ = terminated => Ok(()),
+    }
 }

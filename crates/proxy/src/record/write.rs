@@ -1,0 +1,255 @@
+//! One turn into the journal: the request read as a history (unless the request path already did),
+//! attempt 0 completed from it, the response's events, the history spliced onto the session's
+//! (or the session started), the turn's events appended in one transaction, and the capture of
+//! its first failure.
+
+use super::{session_id, title_of, Cut, Keyed, Turn, WriterOptions};
+use crate::assemble::Assembled;
+use crate::capture::{build_capture, CaptureInput};
+use crate::route::{self, Parsed};
+use chrono::{DateTime, Utc};
+use salvage_ccr::{Ccr, Clock};
+use salvage_journal::{Appended, HistoryChange, Journal, JournalError, NewEvent};
+use salvage_recovery::classify::{classify, FailureInput};
+use salvage_types::capture::{Failure, StopReason};
+use salvage_types::event::EventBody;
+use salvage_types::{history_weight, Message};
+use std::path::{Path, PathBuf};
+
+/// Why a turn could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The journal refused it.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The request body could not be read as a history.
+    #[error("request body: {0}")]
+    Body(String),
+    /// An archived original could not be stored.
+    #[error("archive: {0}")]
+    Archive(String),
+    /// The capture file could not be written.
+    #[error("{file}: cannot write the capture: {source}")]
+    Capture {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+struct NowClock;
+impl Clock for NowClock {
+    fn now_ms(&self) -> i64 {
+        Utc::now().timestamp_millis()
+    }
+}
+
+fn event_id(session: &str, ts: &DateTime<Utc>, i: usize) -> String {
+    format!("{session}@{}-{i}", ts.timestamp_nanos_opt().unwrap_or(0))
+}
+
+/// Journals one turn (and writes its capture), returning its session and the capture's path.
+pub fn write_turn(
+    journal: &mut Journal,
+    options: &WriterOptions,
+    mut turn: Turn,
+) -> Result<(String, Option<PathBuf>), WriteError> {
+    let parsed = match turn.parsed.take() {
+        Some(p) => p,
+        None => {
+            let body = turn.body.complete().map_err(|e| WriteError::Body(e.to_string()))?;
+            route::parse(turn.api, &body).map_err(WriteError::Body)?
+        }
+    };
+    let session = session_id(turn.session_header.as_deref(), &parsed.history);
+    let keyed = Keyed::of(&parsed.history);
+    complete_attempt_zero(&mut turn, &parsed.history, &keyed);
+    if let Some(asm) = turn.response.take() {
+        record_response(&mut turn, asm.finish(), &parsed.history);
+    }
+    store_blobs(journal, &turn)?;
+    let mut events = history_events(journal, options, &session, &turn, &parsed, &keyed)?;
+    let steps = std::mem::take(&mut turn.steps);
+    let error_index = steps.iter().position(|s| matches!(s.body, EventBody::ProviderError { .. }));
+    let error_index = error_index.map(|i| i.saturating_add(events.len()));
+    for (i, st) in steps.into_iter().enumerate() {
+        events.push(
+            NewEvent::new(event_id(&session, &st.ts, i.saturating_add(1)), st.ts, st.body)
+                .with_history(st.change)
+                .with_blobs(st.blobs),
+        );
+    }
+    let appended = journal.append(&session, None, events)?;
+    let capture = write_capture(options, &session, turn, parsed, error_index, &appended)?;
+    Ok((session, capture))
+}
+
+/// Attempt 0 is the body as sent: its size is the body's, its digest and estimate come from the
+/// parsed history.
+fn complete_attempt_zero(turn: &mut Turn, history: &[Message], keyed: &Keyed) {
+    let sent = turn.body.len() as u64;
+    for s in &mut turn.steps {
+        if let EventBody::RequestSent { bytes, history_digest, estimated_tokens, .. } = &mut s.body {
+            if history_digest.is_empty() {
+                *bytes = sent;
+                history_digest.clone_from(&keyed.digest);
+                *estimated_tokens = crate::recover::Recovery::estimated_tokens(history);
+            }
+        }
+    }
+}
+
+/// Records a failure the response carried (an error event in a 200 stream, a cut by the
+/// upstream): its `provider_error`, and the turn's failure when it is the first.
+fn record_failure(turn: &mut Turn, failure: Failure, history: &[Message]) {
+    let c = classify(&FailureInput::new(failure.clone(), history_weight(history)));
+    turn.step(
+        EventBody::ProviderError {
+            status: None,
+            message: failure.message.clone(),
+            transport: failure.transport.clone(),
+            rejected_bytes: None,
+            class: c.class,
+            reason: c.reason,
+        },
+        HistoryChange::None,
+        Vec::new(),
+    );
+    if turn.failure.is_none() {
+        turn.failure = Some((failure, c.class));
+    }
+}
+
+/// The events of the accepted response: a failure it carried, the acceptance of the request, the
+/// reply appended with its stop reason.
+fn record_response(turn: &mut Turn, a: Assembled, history: &[Message]) {
+    if let Some(err) = &a.stream_error {
+        record_failure(turn, Failure { message: err.clone(), ..Failure::default() }, history);
+    } else {
+        turn.accepted(a.input_tokens);
+    }
+    if let Some(Cut::Upstream(e)) = turn.cut.clone() {
+        let failure = Failure { message: e.clone(), transport: Some(e), ..Failure::default() };
+        record_failure(turn, failure, history);
+    }
+    // The journal's stop reasons are typed: the output limit as each provider says it, any other
+    // stop (end_turn, tool_use, stop, completed) as end_turn. A cut-off answer is said by its
+    // provider_error (upstream) or not at all (the client left).
+    let stop = match a.stop_reason.as_deref() {
+        Some("max_tokens" | "incomplete") => StopReason::MaxTokens,
+        Some("length") => StopReason::Length,
+        _ => StopReason::EndTurn,
+    };
+    let has_reply = !a.message.content.is_empty() || !a.message.tool_calls.is_empty();
+    turn.step(
+        EventBody::ResponseReceived { stop_reason: stop, output_tokens: a.output_tokens },
+        if has_reply { HistoryChange::Append(vec![a.message]) } else { HistoryChange::None },
+        Vec::new(),
+    );
+}
+
+/// Stores the originals recovery archived, before the events that reference them.
+fn store_blobs(journal: &Journal, turn: &Turn) -> Result<(), WriteError> {
+    let ccr = Ccr::new(journal.conn(), &NowClock);
+    for (_, bytes) in &turn.blobs {
+        ccr.put(bytes).map_err(|e| WriteError::Archive(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The client's history onto the session: a new session is started with it; on an existing one
+/// what is new is appended, and a history that does not continue the journaled one (the client
+/// compacted, or edited) is spliced. Returns the events to append before the turn's own.
+fn history_events(
+    journal: &mut Journal,
+    options: &WriterOptions,
+    s: &str,
+    turn: &Turn,
+    parsed: &Parsed,
+    keyed: &Keyed,
+) -> Result<Vec<NewEvent>, WriteError> {
+    let history = &parsed.history;
+    let version = match journal.version(s) {
+        Ok(v) => v,
+        Err(JournalError::NoSession(_)) => {
+            let first = NewEvent::new(
+                event_id(s, &turn.started, 0),
+                turn.started,
+                EventBody::SessionStarted {
+                    provider: Some(turn.api.provider().to_string()),
+                    model: parsed.model.clone(),
+                    context_window: None,
+                    settings: options.settings.clone(),
+                    cap: None,
+                    invalid_settings: Vec::new(),
+                },
+            )
+            .with_history(HistoryChange::Append(history.clone()));
+            match journal.start_session(s, &title_of(history), first) {
+                Ok(_) | Err(JournalError::SessionExists(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // The journaled history is compared by its messages' keys, which the journal keeps at hand.
+    let head = journal.history_hashes(s, version)?;
+    let change = if keyed.messages.starts_with(&head) {
+        let new = history.get(head.len()..).unwrap_or_default().to_vec();
+        if new.is_empty() {
+            return Ok(Vec::new());
+        }
+        HistoryChange::Append(new)
+    } else {
+        HistoryChange::Set(history.clone())
+    };
+    let count = match &change {
+        HistoryChange::Append(m) | HistoryChange::Set(m) => m.len() as u64,
+        HistoryChange::None => 0,
+    };
+    let event =
+        NewEvent::new(event_id(s, &turn.started, 0), turn.started, EventBody::MessageAppended { count })
+            .with_history(change);
+    Ok(vec![event])
+}
+
+/// Writes the capture of the turn's first failure, when captures are on and there was one.
+fn write_capture(
+    options: &WriterOptions,
+    s: &str,
+    turn: Turn,
+    parsed: Parsed,
+    error_index: Option<usize>,
+    appended: &[Appended],
+) -> Result<Option<PathBuf>, WriteError> {
+    let (Some(dir), Some((failure, class))) = (&options.captures, turn.failure) else {
+        return Ok(None);
+    };
+    let seq = error_index.and_then(|i| appended.get(i)).map(|a| a.seq).unwrap_or(0);
+    let input = CaptureInput {
+        api: turn.api,
+        client: turn.client,
+        model: parsed.model,
+        history: parsed.history,
+        request: parsed.request,
+        bytes: turn.body.len() as u64,
+        failure,
+        class,
+        upstream: turn.upstream,
+    };
+    let capture = build_capture(&input, &format!("{s}-{seq}"), &options.settings);
+    let file = dir.join(format!("{}.json", capture.id));
+    write_atomic(&file, capture.to_json_pretty().as_bytes())
+        .map_err(|source| WriteError::Capture { file: file.clone(), source })?;
+    Ok(Some(file))
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
