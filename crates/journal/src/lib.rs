@@ -11,8 +11,10 @@
 //!
 //! Where things live: [`append`] writes events (the one transaction per batch),
 //! [`restore`] folds states and reads events back, [`messages`]
-//! stores and loads message bodies (large ones spilled to CCR), [`verify`] checks
-//! the chain, and [`error`] names every failure.
+//! stores and loads message bodies (large ones spilled to CCR), `snapshot` materialises
+//! the decoded history every so many events (each snapshot vouched for by the hash chain and
+//! checked on every read), [`verify`] checks the chain and the snapshots, and [`error`] names
+//! every failure.
 //!
 //! Reads never write: restoring, listing, exporting and verifying leave the database file as it
 //! was (CCR blobs a history spilled are read without refreshing their `last_access`: the journal's
@@ -37,6 +39,7 @@ pub mod messages;
 pub mod open;
 pub mod otlp;
 pub mod restore;
+pub(crate) mod snapshot;
 pub mod state;
 pub mod verify;
 
