@@ -308,8 +308,8 @@ fn check_snapshots(conn: &Connection, session: &str) -> Result<Option<Problem>, 
         let Some(recorded) = recorded else { continue };
         let recorded = stored_hash(session, seq, "snapshot_hash", &recorded)?;
         let state: Vec<u8> = r.get(1).map_err(g)?;
-        let history: Option<Vec<u8>> = r.get(2).map_err(g)?;
-        if let Some(problem) = crate::snapshot::check(&state, &history.unwrap_or_default(), &recorded) {
+        let history: Vec<u8> = r.get(2).map_err(g)?;
+        if let Some(problem) = crate::snapshot::check(&state, &history, &recorded) {
             return Ok(Some((seq, problem)));
         }
     }
