@@ -290,3 +290,34 @@ fn restore_at_every_event_is_the_same_with_and_without_snapshots() {
     }
     assert!(j.verify(None).unwrap().bad.is_empty());
 }
+
+#[test]
+fn a_snapshot_of_a_large_history_restores_exactly() {
+    // ~1.3 MB of history in one snapshot blob.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    let mut j = Journal::open(&path, &Options::default()).unwrap();
+    j.start_session("s", "", NewEvent::new("e0", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    let mut live = Vec::new();
+    for n in 1..=300u64 {
+        let m = Message::user(format!("{n} {}", "x".repeat(4000 + usize::try_from(n).unwrap())));
+        live.push(m.clone());
+        j.append(
+            "s",
+            None,
+            vec![NewEvent::new(format!("e{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                .with_history(HistoryChange::Append(vec![m]))],
+        )
+        .unwrap();
+    }
+    drop(j);
+    let j = Journal::open(&path, &Options::default()).unwrap();
+    let big: i64 =
+        j.conn().query_row("SELECT count(*) FROM snapshots WHERE seq = 257", [], |r| r.get(0)).unwrap();
+    assert_eq!(big, 1, "a snapshot at depth 256");
+    for seq in [257u64, 260, 301] {
+        let want = &live[..usize::try_from(seq - 1).unwrap()];
+        assert_eq!(j.view_at("s", seq).unwrap().history, want, "event {seq}");
+    }
+    assert!(j.verify(None).unwrap().bad.is_empty());
+}
