@@ -392,14 +392,8 @@ pub fn write_turn(
     if let Some(asm) = turn.response.take() {
         let a = asm.finish();
         if let Some(err) = &a.stream_error {
-            let c = classify(&FailureInput {
-                status: None,
-                message: err.clone(),
-                transport: None,
-                history_bytes: history_weight(&history),
-                rejected_request_bytes: None,
-                payload_path_seen: false,
-            });
+            let failure = Failure { message: err.clone(), ..Failure::default() };
+            let c = classify(&FailureInput::new(failure, history_weight(&history)));
             turn.step(
                 EventBody::ProviderError {
                     status: None,
@@ -420,14 +414,9 @@ pub fn write_turn(
         }
         match turn.cut.clone() {
             Some(Cut::Upstream(e)) => {
-                let c = classify(&FailureInput {
-                    status: None,
-                    message: e.clone(),
-                    transport: Some(e.clone()),
-                    history_bytes: history_weight(&history),
-                    rejected_request_bytes: None,
-                    payload_path_seen: false,
-                });
+                let failure =
+                    Failure { message: e.clone(), transport: Some(e.clone()), ..Failure::default() };
+                let c = classify(&FailureInput::new(failure, history_weight(&history)));
                 turn.step(
                     EventBody::ProviderError {
                         status: None,

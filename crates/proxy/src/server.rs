@@ -455,24 +455,16 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Result<Response<Proxy
             }
             return finish_failure(turn, writer, passthrough, rejection).await;
         }
-        let c = classify(&FailureInput {
+        let failure = Failure {
             status: rejection.status,
             message: rejection.message.clone(),
             transport: rejection.transport.clone(),
-            history_bytes: history_weight(&parsed.history),
             rejected_request_bytes: rejection.rejected_bytes,
-            payload_path_seen: false,
-        });
+        };
+        let input = FailureInput::new(failure, history_weight(&parsed.history));
+        let c = classify(&input);
         if turn.failure.is_none() {
-            turn.failure = Some((
-                Failure {
-                    status: rejection.status,
-                    message: rejection.message.clone(),
-                    transport: rejection.transport.clone(),
-                    rejected_request_bytes: rejection.rejected_bytes,
-                },
-                c.class,
-            ));
+            turn.failure = Some((input.failure, c.class));
         }
         let what = rejection.status.map(|s| format!("HTTP {s}")).unwrap_or_else(|| rejection.message.clone());
         (st.log)(&format!(

@@ -1,34 +1,70 @@
 //! The one failure classifier (behaviour spec section 2). Its class decides both recovery and the
 //! provider fallback chain.
 
+use salvage_types::capture::Failure;
 use salvage_types::class::{ErrorClass, RecoveryPath};
 use serde::{Deserialize, Serialize};
 
 /// History weight at or above which a bare transport failure is taken as a silent payload rejection.
 pub const EOF_HEURISTIC_BYTES: u64 = 500_000;
 
-/// What the client saw.
+/// The classifier's input: the one recorded [`Failure`] plus what the classifier also weighs.
+///
+/// It reads and writes the same flat JSON as before (`{"status","message","transport",
+/// "rejected_request_bytes","history_bytes","payload_path_seen"}`, every field optional). It is
+/// deserialized through a flat twin rather than `#[serde(flatten)]` so that a bad field keeps its
+/// JSON path in errors (`<stdin>: status: invalid type ...`): a flattened field is buffered and
+/// loses it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "FlatFailureInput")]
 pub struct FailureInput {
-    /// The HTTP status field, if any.
-    #[serde(default)]
-    pub status: Option<u16>,
-    /// The error text or body.
-    #[serde(default)]
-    pub message: String,
-    /// A transport error, if any.
-    #[serde(default)]
-    pub transport: Option<String>,
+    /// The failure as the client saw it.
+    #[serde(flatten)]
+    pub failure: Failure,
     /// The history weight at the time.
-    #[serde(default)]
     pub history_bytes: u64,
-    /// The rejected request's size, when annotated.
-    #[serde(default)]
-    pub rejected_request_bytes: Option<u64>,
     /// An earlier failure of the same turn took the payload path: a transport failure then stays
     /// on it whatever the weight (the gateway has already shown its hand).
-    #[serde(default)]
     pub payload_path_seen: bool,
+}
+
+impl FailureInput {
+    /// A first failure (no earlier payload-path failure in the turn) at the given history weight.
+    pub fn new(failure: Failure, history_bytes: u64) -> Self {
+        FailureInput { failure, history_bytes, payload_path_seen: false }
+    }
+}
+
+/// The flat wire shape of [`FailureInput`].
+#[derive(Deserialize)]
+struct FlatFailureInput {
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    transport: Option<String>,
+    #[serde(default)]
+    history_bytes: u64,
+    #[serde(default)]
+    rejected_request_bytes: Option<u64>,
+    #[serde(default)]
+    payload_path_seen: bool,
+}
+
+impl From<FlatFailureInput> for FailureInput {
+    fn from(f: FlatFailureInput) -> Self {
+        FailureInput {
+            failure: Failure {
+                status: f.status,
+                message: f.message,
+                transport: f.transport,
+                rejected_request_bytes: f.rejected_request_bytes,
+            },
+            history_bytes: f.history_bytes,
+            payload_path_seen: f.payload_path_seen,
+        }
+    }
 }
 
 /// The verdict.
@@ -246,157 +282,198 @@ pub fn status_tokens(text: &str) -> Vec<u16> {
     out
 }
 
-/// Classifies one failure.
-pub fn classify(input: &FailureInput) -> Classification {
-    let message = input.message.to_lowercase();
-    let transport = input.transport.as_deref().map(str::to_lowercase);
-    let text = match &transport {
-        Some(t) if !message.contains(t.as_str()) => format!("{message} {t}"),
-        _ => message.clone(),
-    };
-    let tokens = status_tokens(&input.message);
-    let has_status = |s: u16| input.status == Some(s) || (input.status.is_none() && tokens.contains(&s));
-    let status = input.status.or_else(|| tokens.first().copied());
+/// A failure's text as the rules read it.
+struct Seen<'a> {
+    /// The failure.
+    failure: &'a Failure,
+    /// The message, lowercased.
+    message: String,
+    /// The transport error, lowercased.
+    transport: Option<String>,
+    /// The message and the transport error (when the message does not already say it), lowercased.
+    text: String,
+    /// The standalone status codes the message names.
+    tokens: Vec<u16>,
+    /// The status field, else the first status the message names.
+    status: Option<u16>,
+}
 
-    // 1. No HTTP status and a transport failure: the EOF rule. A transport phrase in the message
-    // counts as the transport failure when the transport field is empty.
-    if input.status.is_none() {
-        let t = transport.as_deref().filter(|t| !t.trim().is_empty()).unwrap_or(message.as_str());
-        let signal = first_of(t, TRANSPORT_SIGNALS).map(str::to_string).or_else(|| {
-            let bare_eof = find_word(t, "eof").is_some();
-            (bare_eof && !text.contains("error sending request")).then(|| "eof".to_string())
-        });
-        {
-            if let Some(signal) = signal {
-                if input.payload_path_seen {
-                    return Classification::new(
-                        ErrorClass::LikelyPayload,
-                        format!("transport '{signal}' after a payload rejection in the same turn"),
-                    );
-                }
-                return if input.history_bytes >= EOF_HEURISTIC_BYTES {
-                    Classification::new(
-                        ErrorClass::LikelyPayload,
-                        format!(
-                            "transport '{signal}' with history weight {} ≥ {EOF_HEURISTIC_BYTES}",
-                            input.history_bytes
-                        ),
-                    )
-                } else {
-                    Classification::new(
-                        ErrorClass::TransientNetwork,
-                        format!(
-                            "transport '{signal}' with history weight {} < {EOF_HEURISTIC_BYTES}",
-                            input.history_bytes
-                        ),
-                    )
-                };
-            }
-        }
+impl<'a> Seen<'a> {
+    fn of(failure: &'a Failure) -> Self {
+        let message = failure.message.to_lowercase();
+        let transport = failure.transport.as_deref().map(str::to_lowercase);
+        let text = match &transport {
+            Some(t) if !message.contains(t.as_str()) => format!("{message} {t}"),
+            _ => message.clone(),
+        };
+        let tokens = status_tokens(&failure.message);
+        let status = failure.status.or_else(|| tokens.first().copied());
+        Seen { failure, message, transport, text, tokens, status }
     }
 
-    // 2. WAF: a 403 (or "forbidden") plus a firewall signal, or plus an SDK decoding an HTML page.
-    let is_403 = has_status(403) || find_word(&text, "forbidden").is_some();
-    let network_rule = first_of(&text, NETWORK_RULE_PHRASES);
-    let firewall = first_of(&text, FIREWALL_SIGNALS)
-        .or_else(|| akamai_reference(&text).then_some("akamai reference id"));
-    if let (true, Some(rule)) = (is_403, network_rule) {
-        return Classification::new(ErrorClass::Auth, format!("403 naming a network access rule ('{rule}')"));
+    /// The status field is `s`, or there is none and the message names `s`.
+    fn has_status(&self, s: u16) -> bool {
+        self.failure.status == Some(s) || (self.failure.status.is_none() && self.tokens.contains(&s))
     }
-    if is_403 {
-        if let Some(sig) = firewall {
-            return Classification::new(ErrorClass::WafRejection, format!("403 + firewall signal '{sig}'"));
-        }
-        if let Some(fp) = first_of(&text, HTML_FINGERPRINTS) {
-            return Classification::new(
-                ErrorClass::WafRejection,
-                format!("403 + HTML block page decoded as JSON ('{fp}')"),
-            );
-        }
-    }
+}
 
-    // 3. Context overflow: phrases, then the status rule.
-    if let Some(p) = first_of(&text, OVERFLOW_PHRASES) {
-        return Classification::new(ErrorClass::ContextOverflow, format!("phrase '{p}'"));
+/// Rule 1. No HTTP status and a transport failure: the EOF rule. A transport phrase in the
+/// message counts as the transport failure when the transport field is empty.
+fn transport_rule(input: &FailureInput, seen: &Seen<'_>) -> Option<Classification> {
+    if seen.failure.status.is_some() {
+        return None;
+    }
+    let t = seen.transport.as_deref().filter(|t| !t.trim().is_empty()).unwrap_or(seen.message.as_str());
+    let signal = first_of(t, TRANSPORT_SIGNALS).map(str::to_string).or_else(|| {
+        let bare_eof = find_word(t, "eof").is_some();
+        (bare_eof && !seen.text.contains("error sending request")).then(|| "eof".to_string())
+    })?;
+    if input.payload_path_seen {
+        return Some(Classification::new(
+            ErrorClass::LikelyPayload,
+            format!("transport '{signal}' after a payload rejection in the same turn"),
+        ));
+    }
+    Some(if input.history_bytes >= EOF_HEURISTIC_BYTES {
+        Classification::new(
+            ErrorClass::LikelyPayload,
+            format!(
+                "transport '{signal}' with history weight {} ≥ {EOF_HEURISTIC_BYTES}",
+                input.history_bytes
+            ),
+        )
+    } else {
+        Classification::new(
+            ErrorClass::TransientNetwork,
+            format!(
+                "transport '{signal}' with history weight {} < {EOF_HEURISTIC_BYTES}",
+                input.history_bytes
+            ),
+        )
+    })
+}
+
+/// Rule 2. WAF: a 403 (or "forbidden") plus a firewall signal, or plus an SDK decoding an HTML
+/// page; a 403 naming a network access rule is auth.
+fn waf_rule(seen: &Seen<'_>) -> Option<Classification> {
+    let text = &seen.text;
+    let is_403 = seen.has_status(403) || find_word(text, "forbidden").is_some();
+    if !is_403 {
+        return None;
+    }
+    if let Some(rule) = first_of(text, NETWORK_RULE_PHRASES) {
+        return Some(Classification::new(
+            ErrorClass::Auth,
+            format!("403 naming a network access rule ('{rule}')"),
+        ));
+    }
+    let firewall =
+        first_of(text, FIREWALL_SIGNALS).or_else(|| akamai_reference(text).then_some("akamai reference id"));
+    if let Some(sig) = firewall {
+        return Some(Classification::new(ErrorClass::WafRejection, format!("403 + firewall signal '{sig}'")));
+    }
+    first_of(text, HTML_FINGERPRINTS).map(|fp| {
+        Classification::new(
+            ErrorClass::WafRejection,
+            format!("403 + HTML block page decoded as JSON ('{fp}')"),
+        )
+    })
+}
+
+/// Rule 3. Context overflow: phrases, then the status rule.
+fn overflow_rule(seen: &Seen<'_>) -> Option<Classification> {
+    let text = &seen.text;
+    if let Some(p) = first_of(text, OVERFLOW_PHRASES) {
+        return Some(Classification::new(ErrorClass::ContextOverflow, format!("phrase '{p}'")));
     }
     for (a, b) in OVERFLOW_PAIRS {
-        if let Some(i) = find_word(&text, a) {
+        if let Some(i) = find_word(text, a) {
             if text.get(i.saturating_add(a.len())..).and_then(|r| find_word(r, b)).is_some() {
-                return Classification::new(ErrorClass::ContextOverflow, format!("phrase '{a} … {b}'"));
+                return Some(Classification::new(ErrorClass::ContextOverflow, format!("phrase '{a} … {b}'")));
             }
         }
     }
-    if let Some(s @ (400 | 413 | 422)) = status {
-        if let (Some(t), Some(e)) = (first_of(&text, TOKEN_WORDS), first_of(&text, EXCESS_WORDS)) {
-            return Classification::new(
+    if let Some(s @ (400 | 413 | 422)) = seen.status {
+        if let (Some(t), Some(e)) = (first_of(text, TOKEN_WORDS), first_of(text, EXCESS_WORDS)) {
+            return Some(Classification::new(
                 ErrorClass::ContextOverflow,
                 format!("status {s} with '{t}' and '{e}'"),
-            );
+            ));
         }
     }
+    None
+}
 
-    // 4. Payload too large.
-    for s in [413u16, 431] {
-        if has_status(s) {
-            return Classification::new(ErrorClass::PayloadTooLarge, format!("status {s}"));
+/// Rules 4 to 9, each a class by its statuses, then by its phrases, in this order.
+fn status_and_phrase_rules(seen: &Seen<'_>) -> Option<Classification> {
+    let rules: [(ErrorClass, &[u16], &[&str]); 6] = [
+        // 4. Payload too large.
+        (ErrorClass::PayloadTooLarge, &[413, 431], PAYLOAD_PHRASES),
+        // 5. Auth: 401, a 403 without firewall signals (rule 2 took those), or the phrases.
+        (ErrorClass::Auth, &[401, 403], AUTH_PHRASES),
+        // 6. Rate limit.
+        (ErrorClass::RateLimit, &[429], RATE_PHRASES),
+        // 7. Model not found.
+        (ErrorClass::ModelNotFound, &[404], MODEL_PHRASES),
+        // 8. Server.
+        (ErrorClass::Server, &[500, 502, 503, 504, 529], SERVER_PHRASES),
+        // 9. Timeout: phrases only.
+        (ErrorClass::Timeout, &[], TIMEOUT_PHRASES),
+    ];
+    for (class, statuses, phrases) in rules {
+        if let Some(&s) = statuses.iter().find(|&&s| seen.has_status(s)) {
+            let reason =
+                if s == 403 { "403 without firewall signals".to_string() } else { format!("status {s}") };
+            return Some(Classification::new(class, reason));
+        }
+        if let Some(p) = first_of(&seen.text, phrases) {
+            return Some(Classification::new(class, format!("phrase '{p}'")));
         }
     }
-    if let Some(p) = first_of(&text, PAYLOAD_PHRASES) {
-        return Classification::new(ErrorClass::PayloadTooLarge, format!("phrase '{p}'"));
-    }
+    None
+}
 
-    // 5. Auth: 401, a 403 without firewall signals, or the phrases.
-    if has_status(401) {
-        return Classification::new(ErrorClass::Auth, "status 401".into());
-    }
-    if has_status(403) {
-        return Classification::new(ErrorClass::Auth, "403 without firewall signals".into());
-    }
-    if let Some(p) = first_of(&text, AUTH_PHRASES) {
-        return Classification::new(ErrorClass::Auth, format!("phrase '{p}'"));
-    }
-
-    // 6. Rate limit.
-    if has_status(429) {
-        return Classification::new(ErrorClass::RateLimit, "status 429".into());
-    }
-    if let Some(p) = first_of(&text, RATE_PHRASES) {
-        return Classification::new(ErrorClass::RateLimit, format!("phrase '{p}'"));
-    }
-
-    // 7. Model not found.
-    if has_status(404) {
-        return Classification::new(ErrorClass::ModelNotFound, "status 404".into());
-    }
-    if let Some(p) = first_of(&text, MODEL_PHRASES) {
-        return Classification::new(ErrorClass::ModelNotFound, format!("phrase '{p}'"));
-    }
-
-    // 8. Server.
-    for s in [500u16, 502, 503, 504, 529] {
-        if has_status(s) {
-            return Classification::new(ErrorClass::Server, format!("status {s}"));
-        }
-    }
-    if let Some(p) = first_of(&text, SERVER_PHRASES) {
-        return Classification::new(ErrorClass::Server, format!("phrase '{p}'"));
-    }
-
-    // 9. Timeout.
-    if let Some(p) = first_of(&text, TIMEOUT_PHRASES) {
-        return Classification::new(ErrorClass::Timeout, format!("phrase '{p}'"));
-    }
-
-    // A transport failure that matched nothing above is still a network problem.
-    if input.status.is_none() && transport.is_some() {
-        return Classification::new(ErrorClass::TransientNetwork, "transport failure".into());
-    }
-    Classification::new(ErrorClass::Unknown, "no rule matched".into())
+/// Classifies one failure: the rules of the behaviour spec, first match wins.
+pub fn classify(input: &FailureInput) -> Classification {
+    let seen = Seen::of(&input.failure);
+    transport_rule(input, &seen)
+        .or_else(|| waf_rule(&seen))
+        .or_else(|| overflow_rule(&seen))
+        .or_else(|| status_and_phrase_rules(&seen))
+        .unwrap_or_else(|| {
+            // A transport failure that matched nothing above is still a network problem.
+            if seen.failure.status.is_none() && seen.transport.is_some() {
+                Classification::new(ErrorClass::TransientNetwork, "transport failure".into())
+            } else {
+                Classification::new(ErrorClass::Unknown, "no rule matched".into())
+            }
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failure_input_reads_flat_json_into_the_one_failure() {
+        use salvage_types::capture::from_json_bytes;
+        let flat = br#"{"status":413,"message":"m","transport":"eof","rejected_request_bytes":9,
+            "history_bytes":7,"payload_path_seen":true}"#;
+        let v: FailureInput = from_json_bytes(flat, "f.json").unwrap();
+        let want = Failure {
+            status: Some(413),
+            message: "m".to_string(),
+            transport: Some("eof".to_string()),
+            rejected_request_bytes: Some(9),
+        };
+        assert_eq!(v, FailureInput { failure: want, history_bytes: 7, payload_path_seen: true });
+        let back: FailureInput = serde_json::from_value(serde_json::to_value(&v).unwrap()).unwrap();
+        assert_eq!(back, v);
+        assert_eq!(from_json_bytes::<FailureInput>(b"{}", "f.json").unwrap(), FailureInput::default());
+        // A bad field is reported at its own path, not at the top level.
+        let e = from_json_bytes::<FailureInput>(br#"{"status":"403"}"#, "f.json").unwrap_err();
+        assert!(e.to_string().starts_with("f.json: status: invalid type"), "{e}");
+    }
 
     #[test]
     fn status_tokens_are_standalone() {

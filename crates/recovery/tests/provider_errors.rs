@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use salvage_recovery::classify::{classify, FailureInput};
+use salvage_types::capture::Failure;
 use serde_json::Value;
 
 #[test]
@@ -51,14 +52,13 @@ fn every_real_error_body_is_classified() {
         for c in cases {
             let source = c["source"].as_str().unwrap_or("");
             assert!(!source.is_empty(), "{}: {} names no source", f.display(), c["name"]);
-            let input = FailureInput {
+            let failure = Failure {
                 status: c["status"].as_u64().map(|s| u16::try_from(s).unwrap()),
                 message: c["message"].as_str().unwrap().to_string(),
                 transport: c["transport"].as_str().map(str::to_string),
-                history_bytes: c["history_bytes"].as_u64().unwrap(),
                 rejected_request_bytes: None,
-                payload_path_seen: false,
             };
+            let input = FailureInput::new(failure, c["history_bytes"].as_u64().unwrap());
             let got = classify(&input);
             assert_eq!(
                 got.class.as_str(),

@@ -90,8 +90,29 @@ pub fn run_checks(
     max_attempts: u32,
     clock: &dyn Clock,
 ) -> Vec<Check> {
-    let mut out = vec![fidelity(run, capture)];
-    // 1. Convergence.
+    let ccr = Ccr::new(journal.conn(), clock);
+    let all = sent_markers(run, capture);
+    vec![
+        fidelity(run, capture),
+        convergence(run, max_attempts),
+        task_kept(run),
+        pairing(run),
+        markers(&ccr, &all),
+        // 4b. Nothing lost: every input message's content is rebuilt from the final history, in
+        // place or through markers (transcripts included); every marker the model was sent is
+        // referenced by a journal event, so retention keeps it.
+        recoverable(run, capture, journal, &ccr, &all),
+        // 4c. The local mirror of provider-side context editing stubs exactly what the provider
+        // cleared (the simulated server decides on its own rule).
+        context_edit_mirror(run),
+        rewind(run, journal),
+        notice_once(run),
+        cap_tightens(run),
+    ]
+}
+
+/// Check 1, convergence: the run ended within the attempt budget.
+fn convergence(run: &Run, max_attempts: u32) -> Check {
     let sizes: Vec<String> = run
         .sent
         .iter()
@@ -104,7 +125,7 @@ pub fn run_checks(
             )
         })
         .collect();
-    out.push(check(
+    check(
         "convergence",
         run.attempts <= max_attempts,
         format!(
@@ -113,10 +134,13 @@ pub fn run_checks(
             run.attempts,
             sizes.join(", ")
         ),
-    ));
-    // 2. The task survived into the accepted request.
+    )
+}
+
+/// Check 2: the task survived into the accepted request.
+fn task_kept(run: &Run) -> Check {
     match run.sent.iter().rev().find(|s| s.accepted) {
-        Some(s) if run.task.is_some() => out.push(check(
+        Some(s) if run.task.is_some() => check(
             "task_kept",
             s.task_kept,
             if s.task_kept {
@@ -124,15 +148,18 @@ pub fn run_checks(
             } else {
                 "the last real user request is missing from the accepted request".into()
             },
-        )),
-        _ => out.push(check("task_kept", true, "no accepted request".into())),
+        ),
+        _ => check("task_kept", true, "no accepted request".into()),
     }
-    // 3. Pairing valid in every request.
-    // The captured request itself (attempt 0 as sent) is what the client sent, valid or not.
+}
+
+/// Check 3: pairing valid in every request salvage built. The captured request itself (attempt 0
+/// as sent) is what the client sent, valid or not.
+fn pairing(run: &Run) -> Check {
     let built = run.sent.iter().filter(|s| !s.as_sent).count();
     let bad: Vec<usize> =
         run.sent.iter().enumerate().filter(|(_, s)| !s.as_sent && !s.pairing_ok).map(|(i, _)| i).collect();
-    out.push(check(
+    check(
         "pairing",
         bad.is_empty(),
         if bad.is_empty() {
@@ -140,11 +167,13 @@ pub fn run_checks(
         } else {
             format!("invalid in request(s) {bad:?}")
         },
-    ));
-    // 4. Every marker resolves, with verified bytes.
-    let ccr = Ccr::new(journal.conn(), clock);
-    // Markers salvage wrote: a marker the captured history already quoted (a pasted log line, a
-    // marker of another tool's archive) is the user's text, not a promise of this archive.
+    )
+}
+
+/// The markers salvage wrote into the requests it sent, sorted and distinct: a marker the
+/// captured history already quoted (a pasted log line, a marker of another tool's archive) is the
+/// user's text, not a promise of this archive.
+fn sent_markers<'r>(run: &'r Run, capture: &Capture) -> Vec<&'r str> {
     let quoted: std::collections::HashSet<&str> =
         capture.history.iter().flat_map(|m| salvage_types::ccr_key::find_markers(&m.content)).collect();
     let mut all: Vec<&str> = run
@@ -155,15 +184,20 @@ pub fn run_checks(
         .collect();
     all.sort_unstable();
     all.dedup();
+    all
+}
+
+/// Check 4: every marker resolves, with verified bytes.
+fn markers(ccr: &Ccr<'_>, all: &[&str]) -> Check {
     let mut missing = Vec::new();
-    for k in &all {
+    for k in all {
         match ccr.get(k) {
             Ok(bytes) if CcrKey::of(&bytes).short() == *k => {}
             Ok(_) => missing.push(format!("{k} (bytes do not hash to the key)")),
             Err(e) => missing.push(format!("{k} ({e})")),
         }
     }
-    out.push(check(
+    check(
         "markers",
         missing.is_empty(),
         if missing.is_empty() {
@@ -171,15 +205,11 @@ pub fn run_checks(
         } else {
             format!("unresolved: {}", missing.join(", "))
         },
-    ));
-    // 4b. Nothing lost: every input message's content is rebuilt from the final history, in place
-    // or through markers (transcripts included); every marker the model was sent is referenced by
-    // a journal event, so retention keeps it.
-    out.push(recoverable(run, capture, journal, &ccr, &all));
-    // 4c. The local mirror of provider-side context editing stubs exactly what the provider
-    // cleared (the simulated server decides on its own rule).
-    out.push(context_edit_mirror(run));
-    // 5. Rewind accounting from the journal.
+    )
+}
+
+/// Check 5: rewind accounting from the journal.
+fn rewind(run: &Run, journal: &Journal) -> Check {
     let mut problems = Vec::new();
     for (seq, before) in &run.rewrites {
         let Some(prev) = seq.checked_sub(1) else {
@@ -222,7 +252,7 @@ pub fn run_checks(
         }
         Err(e) => problems.push(format!("head: {e}")),
     }
-    out.push(check(
+    check(
         "rewind",
         problems.is_empty(),
         if problems.is_empty() {
@@ -230,17 +260,23 @@ pub fn run_checks(
         } else {
             problems.join("; ")
         },
-    ));
-    // 6. The notice at most once; the cap only tightens.
+    )
+}
+
+/// Check 6a: the payload notice at most once.
+fn notice_once(run: &Run) -> Check {
     let notices = run.history.iter().filter(|m| m.content.starts_with(NOTICE_MARKER)).count();
-    let tightening = run.caps.iter().zip(run.caps.iter().skip(1)).all(|(earlier, later)| later <= earlier);
-    out.push(check(
+    check(
         "notice_once",
         notices <= 1 && run.notices <= 1,
         format!("{notices} payload notice(s) in the history"),
-    ));
-    out.push(check("cap_tightens", tightening, format!("caps {:?}", run.caps)));
-    out
+    )
+}
+
+/// Check 6b: the cap only tightens.
+fn cap_tightens(run: &Run) -> Check {
+    let tightening = run.caps.iter().zip(run.caps.iter().skip(1)).all(|(earlier, later)| later <= earlier);
+    check("cap_tightens", tightening, format!("caps {:?}", run.caps))
 }
 
 fn context_edit_mirror(run: &Run) -> Check {

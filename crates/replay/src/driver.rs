@@ -335,15 +335,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
     let task =
         salvage_recovery::task::task_index(&capture.history).and_then(|i| capture.history.get(i)).cloned();
     let captured_class = (!failure_is_empty(capture)).then(|| {
-        classify(&FailureInput {
-            status: capture.failure.status,
-            message: capture.failure.message.clone(),
-            transport: capture.failure.transport.clone(),
-            history_bytes: history_weight(&capture.history),
-            rejected_request_bytes: capture.failure.rejected_request_bytes,
-            payload_path_seen: false,
-        })
-        .class
+        classify(&FailureInput::new(capture.failure.clone(), history_weight(&capture.history))).class
     });
     let mut d = Driver {
         journal,

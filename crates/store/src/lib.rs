@@ -12,50 +12,18 @@
 #![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
 
+mod error;
+mod identity;
+mod migrations;
+
+pub use error::StoreError;
+pub use migrations::{latest_version, Migration, MIGRATIONS};
+
+use identity::{check_wal_identity, inspect, Found};
+use migrations::user_version;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// One shipped migration: `NNNN_name.sql` from the top-level `migrations/` folder.
-#[derive(Debug, Clone, Copy)]
-pub struct Migration {
-    /// The schema version it produces.
-    pub version: u32,
-    /// The file name.
-    pub name: &'static str,
-    /// The SQL.
-    pub sql: &'static str,
-}
-
-/// Every shipped migration, in order. Shipped migrations are frozen (see `migrations/checksums.txt`).
-pub const MIGRATIONS: &[Migration] = &[
-    Migration { version: 1, name: "0001_ccr.sql", sql: include_str!("../../../migrations/0001_ccr.sql") },
-    Migration {
-        version: 2,
-        name: "0002_journal.sql",
-        sql: include_str!("../../../migrations/0002_journal.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "0003_session_deletion.sql",
-        sql: include_str!("../../../migrations/0003_session_deletion.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "0004_redactions_capture_ids.sql",
-        sql: include_str!("../../../migrations/0004_redactions_capture_ids.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "0005_history_snapshots.sql",
-        sql: include_str!("../../../migrations/0005_history_snapshots.sql"),
-    },
-];
-
-/// The schema version this build writes.
-pub fn latest_version() -> u32 {
-    MIGRATIONS.last().map(|m| m.version).unwrap_or(0)
-}
 
 /// How durable a commit is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -97,82 +65,6 @@ impl Options {
     pub fn read_only() -> Options {
         Options { create: false, read_only: true, ..Options::default() }
     }
-}
-
-/// Why the file could not be opened or migrated. Every variant names the file.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The folder or file could not be created.
-    #[error("{path}: cannot create: {source}")]
-    Create {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// SQLite refused to open the file (missing with `create: false`, not a database, corrupt…).
-    #[error("{path}: cannot open the database: {source}")]
-    Open {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: rusqlite::Error,
-    },
-    /// A connection setting could not be applied.
-    #[error("{path}: cannot apply setting {setting}: {source}")]
-    Setting {
-        /// The file.
-        path: PathBuf,
-        /// The pragma.
-        setting: &'static str,
-        /// The cause.
-        source: rusqlite::Error,
-    },
-    /// The `-wal` file beside the database belongs to another database: opening would replay its
-    /// pages into this one.
-    #[error("{path}: the write-ahead log beside it belongs to another database (application id {wal_id:#x}, the file's is {file_id:#x}); move {path}-wal away if it is stray")]
-    ForeignWal {
-        /// The file.
-        path: PathBuf,
-        /// The database identity in the file's header.
-        file_id: u32,
-        /// The identity in the log's copy of page 1.
-        wal_id: u32,
-    },
-    /// The file is an SQLite database of another application: salvage does not touch it.
-    #[error("{path}: is another application's SQLite database ({detail}); salvage will not modify it (pass --db PATH for a salvage database)")]
-    Foreign {
-        /// The file.
-        path: PathBuf,
-        /// What gave it away.
-        detail: String,
-    },
-    /// No file at the path (and creating was not allowed).
-    #[error("{path}: no such database")]
-    Missing {
-        /// The file.
-        path: PathBuf,
-    },
-    /// The file was migrated by a newer salvage.
-    #[error("{path}: schema version {found} is newer than this build's {supported}; upgrade salvage to open this file")]
-    NewerSchema {
-        /// The file.
-        path: PathBuf,
-        /// The file's version.
-        found: u32,
-        /// This build's latest version.
-        supported: u32,
-    },
-    /// A migration failed (nothing of it was applied).
-    #[error("{path}: migration {name} failed: {source}")]
-    Migrate {
-        /// The file.
-        path: PathBuf,
-        /// The migration.
-        name: &'static str,
-        /// The cause.
-        source: rusqlite::Error,
-    },
 }
 
 /// An open database file.
@@ -365,146 +257,6 @@ impl Store {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-fn user_version(conn: &Connection) -> Result<u32, rusqlite::Error> {
-    conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
-        .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
-}
-
-fn be32(b: &[u8], at: usize) -> Option<u32> {
-    let bytes: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
-    Some(u32::from_be_bytes(bytes))
-}
-
-/// WAL frame header length, and where the application id sits in a frame holding page 1 (the
-/// frame header, then header offset 68 of the page).
-const WAL_FRAME_HEADER: usize = 24;
-const WAL_FRAME_APP_ID: usize = WAL_FRAME_HEADER + 68;
-
-/// Reads the database identity (application id, header offset 68) from the file and from the
-/// newest valid copy of page 1 in its `-wal`, without SQLite, and refuses a mismatch. The `-wal`
-/// is untrusted bytes: a page size SQLite could never write (not a power of two in 512..=65536) or a frame cut
-/// short ends the walk, and nothing is concluded from it.
-fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
-    let mut wal_path = path.as_os_str().to_owned();
-    wal_path.push("-wal");
-    let Ok(wal) = std::fs::read(&wal_path) else { return Ok(()) };
-    let Ok(mut f) = std::fs::File::open(path) else { return Ok(()) };
-    let mut header = [0u8; 100];
-    if std::io::Read::read_exact(&mut f, &mut header).is_err() {
-        return Ok(());
-    }
-    let Some(file_id) = be32(&header, 68) else { return Ok(()) };
-    if file_id == 0 || wal.len() < 32 || !matches!(be32(&wal, 0), Some(0x377f_0682 | 0x377f_0683)) {
-        return Ok(());
-    }
-    let (Some(page_size), Some(salt1), Some(salt2)) = (be32(&wal, 8), be32(&wal, 16), be32(&wal, 20)) else {
-        return Ok(());
-    };
-    let page_size = usize::try_from(page_size).unwrap_or(0);
-    if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
-        return Ok(());
-    }
-    let frame_len = WAL_FRAME_HEADER.saturating_add(page_size);
-    let mut wal_id = None;
-    let mut at: usize = 32;
-    while let Some(frame) = at.checked_add(frame_len).and_then(|end| wal.get(at..end)) {
-        let (pgno, s1, s2) = (be32(frame, 0), be32(frame, 8), be32(frame, 12));
-        if s1 != Some(salt1) || s2 != Some(salt2) {
-            break;
-        }
-        if pgno == Some(1) {
-            wal_id = be32(frame, WAL_FRAME_APP_ID);
-        }
-        at = at.saturating_add(frame_len);
-    }
-    match wal_id {
-        Some(w) if w != 0 && w != file_id => {
-            Err(StoreError::ForeignWal { path: path.to_path_buf(), file_id, wal_id: w })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// What an existing path holds, found without writing to it.
-enum Found {
-    /// Nothing at the path.
-    Missing,
-    /// An empty file or a database without any schema (a new file).
-    Empty,
-    /// A salvage database at this schema version.
-    Salvage(u32),
-}
-
-/// Our first migration's table: every salvage database at version 1 or later has it.
-const MARKER_TABLE: &str = "ccr_blobs";
-
-/// Looks at an existing file through a read-only connection: a file that is not a database, a
-/// database of another application or one this build cannot read is refused here, before any
-/// connection that could write (switch the journal mode, add tables, stamp an identity) opens it.
-fn inspect(path: &Path) -> Result<Found, StoreError> {
-    if path.as_os_str() == ":memory:" {
-        return Ok(Found::Empty);
-    }
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Missing),
-        Err(source) => return Err(StoreError::Create { path: path.to_path_buf(), source }),
-    };
-    if !meta.is_file() {
-        return Err(StoreError::Foreign { path: path.to_path_buf(), detail: "not a regular file".into() });
-    }
-    if meta.len() == 0 {
-        return Ok(Found::Empty);
-    }
-    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
-    let mut header = [0u8; 16];
-    let mut f = std::fs::File::open(path)
-        .map_err(|source| StoreError::Create { path: path.to_path_buf(), source })?;
-    if std::io::Read::read_exact(&mut f, &mut header).is_err() || &header != b"SQLite format 3\0" {
-        return Err(open_err(rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
-            Some("file is not a database".into()),
-        )));
-    }
-    let conn =
-        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(open_err)?;
-    let _ = conn.busy_timeout(Duration::from_secs(30));
-    // One read transaction: a migration committed by another process between the two reads
-    // would otherwise show tables without their version.
-    conn.execute_batch("BEGIN").map_err(open_err)?;
-    let version = user_version(&conn).map_err(open_err)?;
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
-        .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect())
-        .map_err(open_err)?;
-    let _ = conn.execute_batch("COMMIT");
-    if version == 0 && names.is_empty() {
-        return Ok(Found::Empty);
-    }
-    if !names.iter().any(|n| n == MARKER_TABLE) {
-        let mut shown: Vec<&str> = names.iter().map(String::as_str).take(5).collect();
-        if names.len() > 5 {
-            shown.push("…");
-        }
-        return Err(StoreError::Foreign {
-            path: path.to_path_buf(),
-            detail: if names.is_empty() {
-                format!("schema version {version} without salvage's tables")
-            } else {
-                format!("tables {}", shown.join(", "))
-            },
-        });
-    }
-    if version == 0 {
-        return Err(StoreError::Foreign {
-            path: path.to_path_buf(),
-            detail: "a ccr_blobs table but no salvage schema version".into(),
-        });
-    }
-    Ok(Found::Salvage(version))
 }
 
 /// Creates the folder and an empty file readable by its owner only (SQLite gives the `-wal` and

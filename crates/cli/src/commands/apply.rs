@@ -96,20 +96,145 @@ fn read_history(file: &Option<PathBuf>) -> Result<History, Failure> {
     }
 }
 
+/// `--budget`, parsed.
+fn budget(args: &Args) -> Result<Option<u64>, Failure> {
+    match &args.budget {
+        None => Ok(None),
+        Some(t) => Ok(Some(
+            ByteSize::parse(t)
+                .ok_or_else(|| Failure::Input(format!("--budget: {t:?} is not a size such as 90KB")))?
+                .0,
+        )),
+    }
+}
+
+fn archive_failure(e: salvage_recovery::archive::ArchiveError) -> Failure {
+    Failure::Problem(e.to_string())
+}
+
+/// Stages `rung1`..`rung3`: one rung of the ladder.
+fn rung(
+    stage: Stage,
+    history: &History,
+    config: &Config,
+    budget: Option<u64>,
+    limits: Limits,
+    archiver: Archiver<'_>,
+) -> Result<(History, serde_json::Value), Failure> {
+    let rung = match stage {
+        Stage::Rung1 => Rung::Aggressive,
+        Stage::Rung2 => Rung::Emergency,
+        _ => Rung::Nuclear,
+    };
+    let payload_budget = budget.or(config.max_payload.map(|c| c.saturating_mul(7) / 10));
+    let mut ctx = RungContext {
+        archiver,
+        keep: config.emergency_keep_messages,
+        limits,
+        payload_budget,
+        rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
+    };
+    let o = ladder::apply(rung, history, &mut ctx).map_err(archive_failure)?;
+    eprintln!("{}", o.report.summary());
+    Ok((o.history, json!(o.report)))
+}
+
+/// The hooks configured for `apply`, load errors said as warnings.
+fn load_hooks(
+    cwd: &std::path::Path,
+    home: Option<&std::path::Path>,
+) -> salvage_adapters::hooks::ConfiguredHooks {
+    let hooks = salvage_adapters::hooks::ConfiguredHooks::load(
+        &salvage_adapters::hooks::default_files(cwd, home),
+        "apply",
+        &cwd.display().to_string(),
+    );
+    for e in &hooks.load_errors {
+        eprintln!("warning: hooks: {e}");
+    }
+    hooks
+}
+
+/// A summarizer that failed is said in the human output, not only in the report.
+fn warn_failed_summaries(route: &str, events: &[salvage_types::event::EventBody]) {
+    for e in events {
+        if let salvage_types::event::EventBody::SummaryAttempt { attempt, passed: false, reason, .. } = e {
+            eprintln!(
+                "│ ⚠ summarizer {route} attempt {attempt} failed: {}",
+                reason.as_deref().unwrap_or("no reason given")
+            );
+        }
+    }
+}
+
+/// Stage `compact`: a manual compaction with the chosen summarizer and the configured hooks.
+fn compact(
+    args: &Args,
+    env: &BTreeMap<String, String>,
+    config: &Config,
+    history: &History,
+    budget: Option<u64>,
+    archive: Option<&mut dyn Archive>,
+    lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<(History, serde_json::Value), Failure> {
+    let info = salvage_recovery::budget::model_info(args.model.as_deref(), config.context_window);
+    let budget = budget.unwrap_or_else(|| {
+        salvage_recovery::budget::budget(
+            info.context_window,
+            salvage_recovery::budget::Surface::Manual.ratio(),
+            salvage_recovery::budget::CHARS_PER_TOKEN,
+            config.max_payload,
+        )
+    });
+    let route = args.summarizer.clone().unwrap_or_else(|| match &config.context_engine {
+        salvage_types::config::ContextEngine::Mcp(s) => format!("mcp:{s}"),
+        _ => "builtin".into(),
+    });
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let home = env.get("HOME").map(PathBuf::from);
+    let mut summarizer =
+        crate::summarizers::build(&route, &cwd, home.as_deref(), &[]).map_err(Failure::Input)?;
+    let mut hooks = load_hooks(&cwd, home.as_deref());
+    let cancel = salvage_recovery::summarizer::Cancel::new();
+    // Only a model-backed summarizer takes seconds: the built-in and recorded ones are local.
+    let local = route == "builtin" || route == "recorded";
+    let route_name = route.clone();
+    let mut status = |phase: salvage_recovery::compaction::Phase, s: &str| {
+        if local && phase == salvage_recovery::compaction::Phase::Summarize {
+            eprintln!("│ 🧠 Summarizing older messages ({route_name} summarizer, no LLM)…");
+        } else {
+            eprintln!("│ {s}");
+        }
+    };
+    let mut state = salvage_recovery::compaction::CompactionState::default();
+    let plan = salvage_recovery::compaction::Plan {
+        budget,
+        trigger: salvage_types::event::Trigger::Manual,
+        min_keep_recent: salvage_recovery::compaction::MIN_KEEP_RECENT,
+        summarizer_window_chars: usize::try_from(info.context_window.saturating_mul(4)).unwrap_or(usize::MAX),
+    };
+    let mut io = salvage_recovery::compaction::Io {
+        archiver: Archiver::new(archive.map(|a| a as &mut dyn Archive)),
+        lookup,
+        summarizer: summarizer.as_mut(),
+        hooks: &mut hooks,
+        memory: &mut salvage_recovery::compaction::NoMemory,
+        status: &mut status,
+        cancel: &cancel,
+    };
+    let o = salvage_recovery::compaction::compact(history, &plan, &mut state, &mut io)
+        .map_err(|e| Failure::Problem(e.to_string()))?;
+    warn_failed_summaries(&route, &o.events);
+    Ok((o.history, json!({"outcome": o.outcome, "level": o.level, "budget": budget, "events": o.events})))
+}
+
 /// Runs the command.
 pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &mut Output) -> Outcome {
     let config = Config::from_env(env);
     for (name, why) in config.errors() {
         eprintln!("warning: {name}: {why}");
     }
-    let budget = match &args.budget {
-        None => None,
-        Some(t) => Some(
-            ByteSize::parse(t)
-                .ok_or_else(|| Failure::Input(format!("--budget: {t:?} is not a size such as 90KB")))?
-                .0,
-        ),
-    };
+    let budget = budget(&args)?;
     if args.stage == Stage::Shrink && budget.is_none() {
         return Err(Failure::Input("shrink needs --budget SIZE".into()));
     }
@@ -117,42 +242,29 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &
     let store = if args.no_ccr { None } else { Some(args.db.open()?) };
     let mut adapter = store.as_ref().map(|s| CcrArchive { ccr: Ccr::new(s.conn(), clock) });
     let reader = store.as_ref().map(|s| Ccr::new(s.conn(), clock));
-    let adapter_lookup = |k: &str| reader.as_ref().and_then(|r| r.get(k).ok());
-    let archiver = Archiver::new(adapter.as_mut().map(|a| a as &mut dyn Archive));
+    let lookup = |k: &str| reader.as_ref().and_then(|r| r.get(k).ok());
+    // Where the stage's originals go; each stage makes its archiver of it.
+    let archive = adapter.as_mut().map(|a| a as &mut dyn Archive);
     let limits =
         Limits { per_result: config.tool_result_max_chars, per_turn: config.tool_result_budget_chars };
-    let fail = |e: salvage_recovery::archive::ArchiveError| Failure::Problem(e.to_string());
-    let mut archiver = archiver;
     let (result, report) = match args.stage {
         Stage::Rung1 | Stage::Rung2 | Stage::Rung3 => {
-            let rung = match args.stage {
-                Stage::Rung1 => Rung::Aggressive,
-                Stage::Rung2 => Rung::Emergency,
-                _ => Rung::Nuclear,
-            };
-            let payload_budget = budget.or(config.max_payload.map(|c| c.saturating_mul(7) / 10));
-            let mut ctx = RungContext {
-                archiver,
-                keep: config.emergency_keep_messages,
-                limits,
-                payload_budget,
-                rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
-            };
-            let o = ladder::apply(rung, &history, &mut ctx).map_err(fail)?;
-            eprintln!("{}", o.report.summary());
-            (o.history, json!(o.report))
+            rung(args.stage, &history, &config, budget, limits, Archiver::new(archive))?
         }
         Stage::Pairing => {
             let (h, r) = pairing::repair(&history);
             (h, json!(r))
         }
         Stage::Budget => {
-            let (h, r) = tool_budget::apply(&history, limits, &mut archiver).map_err(fail)?;
+            let mut archiver = Archiver::new(archive);
+            let (h, r) = tool_budget::apply(&history, limits, &mut archiver).map_err(archive_failure)?;
             let keys: Vec<String> = archiver.keys.iter().map(|k| k.short()).collect();
             (h, json!({"previewed": r.previewed, "freed_bytes": r.freed_bytes, "archived": keys}))
         }
         Stage::Shrink => {
-            let (h, r) = shrink::shrink(&history, budget.unwrap_or(0), &mut archiver).map_err(fail)?;
+            let mut archiver = Archiver::new(archive);
+            let (h, r) =
+                shrink::shrink(&history, budget.unwrap_or(0), &mut archiver).map_err(archive_failure)?;
             let keys: Vec<String> = archiver.keys.iter().map(|k| k.short()).collect();
             (
                 h,
@@ -167,95 +279,28 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &
                 truncate: config.microcompact_truncate_turns,
                 summarize: config.microcompact_summarize_turns,
             };
-            let lookup = |k: &str| adapter_lookup(k);
-            let (h, r) =
-                salvage_recovery::microcompact::microcompact(&history, turn, ages, &mut archiver, &lookup)
-                    .map_err(fail)?;
+            let (h, r) = salvage_recovery::microcompact::microcompact(
+                &history,
+                turn,
+                ages,
+                &mut Archiver::new(archive),
+                &lookup,
+            )
+            .map_err(archive_failure)?;
             eprintln!("{}", r.line());
             (h, json!(r))
         }
         Stage::Dedup => {
-            let (h, r) = salvage_recovery::dedup::dedup(&history, &mut archiver).map_err(fail)?;
+            let (h, r) = salvage_recovery::dedup::dedup(&history, &mut Archiver::new(archive))
+                .map_err(archive_failure)?;
             (h, json!(r))
         }
         Stage::Trim => {
-            let (h, r) = salvage_recovery::trim::trim(&history, &mut archiver).map_err(fail)?;
+            let (h, r) = salvage_recovery::trim::trim(&history, &mut Archiver::new(archive))
+                .map_err(archive_failure)?;
             (h, json!(r))
         }
-        Stage::Compact => {
-            let info = salvage_recovery::budget::model_info(args.model.as_deref(), config.context_window);
-            let budget = budget.unwrap_or_else(|| {
-                salvage_recovery::budget::budget(
-                    info.context_window,
-                    salvage_recovery::budget::Surface::Manual.ratio(),
-                    salvage_recovery::budget::CHARS_PER_TOKEN,
-                    config.max_payload,
-                )
-            });
-            let route = args.summarizer.clone().unwrap_or_else(|| match &config.context_engine {
-                salvage_types::config::ContextEngine::Mcp(s) => format!("mcp:{s}"),
-                _ => "builtin".into(),
-            });
-            let cwd = std::env::current_dir().unwrap_or_default();
-            let home = env.get("HOME").map(PathBuf::from);
-            let mut summarizer =
-                crate::summarizers::build(&route, &cwd, home.as_deref(), &[]).map_err(Failure::Input)?;
-            let mut hooks = salvage_adapters::hooks::ConfiguredHooks::load(
-                &salvage_adapters::hooks::default_files(&cwd, home.as_deref()),
-                "apply",
-                &cwd.display().to_string(),
-            );
-            for e in &hooks.load_errors {
-                eprintln!("warning: hooks: {e}");
-            }
-            let lookup = |k: &str| adapter_lookup(k);
-            let cancel = salvage_recovery::summarizer::Cancel::new();
-            // Only a model-backed summarizer takes seconds: the built-in and recorded ones are local.
-            let local = route == "builtin" || route == "recorded";
-            let route_name = route.clone();
-            let mut status = |phase: salvage_recovery::compaction::Phase, s: &str| {
-                if local && phase == salvage_recovery::compaction::Phase::Summarize {
-                    eprintln!("│ 🧠 Summarizing older messages ({route_name} summarizer, no LLM)…");
-                } else {
-                    eprintln!("│ {s}");
-                }
-            };
-            let mut state = salvage_recovery::compaction::CompactionState::default();
-            let plan = salvage_recovery::compaction::Plan {
-                budget,
-                trigger: salvage_types::event::Trigger::Manual,
-                min_keep_recent: salvage_recovery::compaction::MIN_KEEP_RECENT,
-                summarizer_window_chars: usize::try_from(info.context_window.saturating_mul(4))
-                    .unwrap_or(usize::MAX),
-            };
-            let mut io = salvage_recovery::compaction::Io {
-                archiver,
-                lookup: &lookup,
-                summarizer: summarizer.as_mut(),
-                hooks: &mut hooks,
-                memory: &mut salvage_recovery::compaction::NoMemory,
-                status: &mut status,
-                cancel: &cancel,
-            };
-            let o = salvage_recovery::compaction::compact(&history, &plan, &mut state, &mut io)
-                .map_err(|e| Failure::Problem(e.to_string()))?;
-            // A summarizer that failed is said in the human output, not only in the report.
-            for e in &o.events {
-                if let salvage_types::event::EventBody::SummaryAttempt {
-                    attempt,
-                    passed: false,
-                    reason,
-                    ..
-                } = e
-                {
-                    eprintln!(
-                        "│ ⚠ summarizer {route} attempt {attempt} failed: {}",
-                        reason.as_deref().unwrap_or("no reason given")
-                    );
-                }
-            }
-            (o.history, json!({"outcome": o.outcome, "level": o.level, "budget": budget, "events": o.events}))
-        }
+        Stage::Compact => compact(&args, env, &config, &history, budget, archive, &lookup)?,
     };
     let text = serde_json::to_string_pretty(&report).map_err(|e| Failure::Problem(e.to_string()))?;
     match &args.report {

@@ -66,148 +66,170 @@ enum Sub {
 /// Runs the command.
 pub fn run(args: Args, clock: &dyn Clock, out: &mut Output) -> Outcome {
     match args.command {
-        Sub::Stats { json } => {
-            let store = args.db.open_read()?;
-            let ccr = Ccr::new(store.conn(), clock);
-            let s = ccr.stats().map_err(|e| Failure::Problem(e.to_string()))?;
-            if json {
-                let mut v = json!(s);
-                v["ratio"] = json!(s.ratio());
-                out.json(&v)?;
-            } else {
-                out.put(&table(&[
-                    vec!["entries".into(), s.entries.to_string()],
-                    vec!["original".into(), format_bytes(s.raw_bytes)],
-                    vec!["stored".into(), format_bytes(s.stored_bytes)],
-                    vec!["ratio".into(), format!("{:.2}×", s.ratio())],
-                    vec!["referenced".into(), s.referenced.to_string()],
-                    vec!["redacted".into(), s.redacted.to_string()],
-                ]))?;
-            }
-            Ok(())
-        }
-        Sub::Verify { json } => {
-            let store = args.db.open_read()?;
-            let ccr = Ccr::new(store.conn(), clock);
-            let r = ccr.verify().map_err(|e| Failure::Problem(e.to_string()))?;
-            if json {
-                out.json(&json!({
-                    "checked": r.checked,
-                    "redacted": r.redacted,
-                    "bad": r.bad.iter().map(|(k, why)| json!({"key": k, "problem": why})).collect::<Vec<_>>(),
-                }))?;
-            } else {
-                for (k, why) in &r.bad {
-                    out.line(&format!("BAD  ccr:{k}  {why}"))?;
-                }
-                out.line(&format!("{} checked, {} redacted, {} bad", r.checked, r.redacted, r.bad.len()))?;
-            }
-            if r.bad.is_empty() {
-                Ok(())
-            } else {
-                Err(Failure::Problem(format!("{} corrupt blob(s); first: ccr:{}", r.bad.len(), r.bad[0].0)))
-            }
-        }
+        Sub::Stats { json } => stats(&args.db, json, clock, out),
+        Sub::Verify { json } => verify(&args.db, json, clock, out),
         Sub::Gc { max_bytes, max_age_days, grace_secs, dry_run, json } => {
-            let max_bytes = match max_bytes {
-                None => None,
-                Some(t) => Some(
-                    ByteSize::parse(&t)
-                        .ok_or_else(|| {
-                            Failure::Input(format!("--max-bytes: {t:?} is not a size such as 512MB"))
-                        })?
-                        .0,
-                ),
-            };
-            if max_bytes.is_none() && max_age_days.is_none() {
-                return Err(Failure::Input("gc needs --max-bytes SIZE and/or --max-age-days DAYS".into()));
-            }
-            let store = args.db.open_existing()?;
-            let ccr = Ccr::new(store.conn(), clock);
-            let policy = Retention {
-                max_bytes,
-                max_age: max_age_days.map(|d| Duration::from_secs(d.saturating_mul(86_400))),
-                grace: Duration::from_secs(grace_secs),
-                dry_run,
-            };
-            let r = ccr.gc(&policy).map_err(|e| Failure::Problem(e.to_string()))?;
-            if json {
-                out.json(&json!(r))?;
-            } else {
-                out.line(&format!(
-                    "{} {} blob(s), {} freed; {} kept by journal references; {} remain",
-                    if dry_run { "would evict" } else { "evicted" },
-                    r.evicted,
-                    format_bytes(r.freed_bytes),
-                    r.kept_referenced,
-                    r.remaining
-                ))?;
-            }
-            Ok(())
+            let policy = retention(max_bytes, max_age_days, grace_secs, dry_run)?;
+            gc(&args.db, &policy, json, clock, out)
         }
-        Sub::Put { file } => {
-            let bytes = if file.as_os_str() == "-" {
-                let mut b = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-                    .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
-                b
-            } else {
-                std::fs::read(&file)
-                    .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", file.display())))?
-            };
-            let store = args.db.open()?;
-            let ccr = Ccr::new(store.conn(), clock);
-            let p = ccr.put(&bytes).map_err(|e| Failure::Problem(e.to_string()))?;
-            out.line(&p.key.marker())?;
-            if !p.collisions.is_empty() {
-                eprintln!(
-                    "warning: another archived content shares the marker prefix {}; recall it by its full key {}",
-                    p.key.short(),
-                    p.key.hex()
-                );
-            }
-            Ok(())
-        }
-        Sub::Redact { key } => {
-            let keys = salvage_ccr::recall::extract_keys(&key);
-            let [k] = keys.as_slice() else {
-                return Err(Failure::Input(format!(
-                    "{}: {}",
-                    crate::terminal::escape(&key),
-                    salvage_ccr::recall::MALFORMED
-                )));
-            };
-            let store = args.db.open_existing()?;
-            let full =
-                Ccr::new(store.conn(), clock).redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
-            // Every journal session that references the blob records the redaction.
-            let mut j = salvage_journal::Journal::from_store(store);
-            let sessions = j.sessions_referencing(&full).map_err(|e| Failure::Problem(e.to_string()))?;
-            let now = crate::commands::now(clock);
-            for s in &sessions {
-                let body = salvage_types::event::EventBody::Redaction {
-                    keys: vec![full.hex()],
-                    counts: Default::default(),
-                };
-                let id = format!("redact-{}-{s}-{}", full.short(), now.timestamp_nanos_opt().unwrap_or(0));
-                j.append(s, None, vec![salvage_journal::NewEvent::new(id, now, body)])
-                    .map_err(|e| Failure::Problem(e.to_string()))?;
-            }
-            // secure_delete zeroed the old pages; a checkpoint copies them over the file and
-            // truncates the write-ahead log, which still holds the old page images.
-            let busy: i64 = j
-                .conn()
-                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-                .map_err(|e| Failure::Problem(format!("checkpoint: {e}")))?;
-            if busy != 0 {
-                eprintln!("warning: another process holds the database open: the old bytes leave the write-ahead log at its next checkpoint");
-            }
-            out.line(&format!(
-                "redacted ccr:{} (key kept; recorded in {} journal session(s))",
-                full.hex(),
-                sessions.len()
-            ))?;
-            Ok(())
-        }
+        Sub::Put { file } => put(&args.db, &file, clock, out),
+        Sub::Redact { key } => redact(&args.db, &key, clock, out),
     }
+}
+
+/// `ccr stats`.
+fn stats(db: &DbArgs, json: bool, clock: &dyn Clock, out: &mut Output) -> Outcome {
+    let store = db.open_read()?;
+    let ccr = Ccr::new(store.conn(), clock);
+    let s = ccr.stats().map_err(|e| Failure::Problem(e.to_string()))?;
+    if json {
+        let mut v = json!(s);
+        v["ratio"] = json!(s.ratio());
+        out.json(&v)?;
+    } else {
+        out.put(&table(&[
+            vec!["entries".into(), s.entries.to_string()],
+            vec!["original".into(), format_bytes(s.raw_bytes)],
+            vec!["stored".into(), format_bytes(s.stored_bytes)],
+            vec!["ratio".into(), format!("{:.2}×", s.ratio())],
+            vec!["referenced".into(), s.referenced.to_string()],
+            vec!["redacted".into(), s.redacted.to_string()],
+        ]))?;
+    }
+    Ok(())
+}
+
+/// `ccr verify`: exit 1 when a blob is corrupt.
+fn verify(db: &DbArgs, json: bool, clock: &dyn Clock, out: &mut Output) -> Outcome {
+    let store = db.open_read()?;
+    let ccr = Ccr::new(store.conn(), clock);
+    let r = ccr.verify().map_err(|e| Failure::Problem(e.to_string()))?;
+    if json {
+        out.json(&json!({
+            "checked": r.checked,
+            "redacted": r.redacted,
+            "bad": r.bad.iter().map(|(k, why)| json!({"key": k, "problem": why})).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        for (k, why) in &r.bad {
+            out.line(&format!("BAD  ccr:{k}  {why}"))?;
+        }
+        out.line(&format!("{} checked, {} redacted, {} bad", r.checked, r.redacted, r.bad.len()))?;
+    }
+    if r.bad.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Problem(format!("{} corrupt blob(s); first: ccr:{}", r.bad.len(), r.bad[0].0)))
+    }
+}
+
+/// The `ccr gc` policy from its flags; at least one limit is required.
+fn retention(
+    max_bytes: Option<String>,
+    max_age_days: Option<u64>,
+    grace_secs: u64,
+    dry_run: bool,
+) -> Result<Retention, Failure> {
+    let max_bytes = match max_bytes {
+        None => None,
+        Some(t) => Some(
+            ByteSize::parse(&t)
+                .ok_or_else(|| Failure::Input(format!("--max-bytes: {t:?} is not a size such as 512MB")))?
+                .0,
+        ),
+    };
+    if max_bytes.is_none() && max_age_days.is_none() {
+        return Err(Failure::Input("gc needs --max-bytes SIZE and/or --max-age-days DAYS".into()));
+    }
+    Ok(Retention {
+        max_bytes,
+        max_age: max_age_days.map(|d| Duration::from_secs(d.saturating_mul(86_400))),
+        grace: Duration::from_secs(grace_secs),
+        dry_run,
+    })
+}
+
+/// `ccr gc`.
+fn gc(db: &DbArgs, policy: &Retention, json: bool, clock: &dyn Clock, out: &mut Output) -> Outcome {
+    let store = db.open_existing()?;
+    let ccr = Ccr::new(store.conn(), clock);
+    let r = ccr.gc(policy).map_err(|e| Failure::Problem(e.to_string()))?;
+    if json {
+        out.json(&json!(r))?;
+    } else {
+        out.line(&format!(
+            "{} {} blob(s), {} freed; {} kept by journal references; {} remain",
+            if policy.dry_run { "would evict" } else { "evicted" },
+            r.evicted,
+            format_bytes(r.freed_bytes),
+            r.kept_referenced,
+            r.remaining
+        ))?;
+    }
+    Ok(())
+}
+
+/// `ccr put FILE`.
+fn put(db: &DbArgs, file: &std::path::Path, clock: &dyn Clock, out: &mut Output) -> Outcome {
+    let bytes = if file.as_os_str() == "-" {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+            .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
+        b
+    } else {
+        std::fs::read(file).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", file.display())))?
+    };
+    let store = db.open()?;
+    let ccr = Ccr::new(store.conn(), clock);
+    let p = ccr.put(&bytes).map_err(|e| Failure::Problem(e.to_string()))?;
+    out.line(&p.key.marker())?;
+    if !p.collisions.is_empty() {
+        eprintln!(
+            "warning: another archived content shares the marker prefix {}; recall it by its full key {}",
+            p.key.short(),
+            p.key.hex()
+        );
+    }
+    Ok(())
+}
+
+/// `ccr redact KEY`: zeroes the blob, records the redaction in every journal session that
+/// references it, and checkpoints the write-ahead log.
+fn redact(db: &DbArgs, key: &str, clock: &dyn Clock, out: &mut Output) -> Outcome {
+    let keys = salvage_ccr::recall::extract_keys(key);
+    let [k] = keys.as_slice() else {
+        return Err(Failure::Input(format!(
+            "{}: {}",
+            crate::terminal::escape(key),
+            salvage_ccr::recall::MALFORMED
+        )));
+    };
+    let store = db.open_existing()?;
+    let full = Ccr::new(store.conn(), clock).redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
+    // Every journal session that references the blob records the redaction.
+    let mut j = salvage_journal::Journal::from_store(store);
+    let sessions = j.sessions_referencing(&full).map_err(|e| Failure::Problem(e.to_string()))?;
+    let now = crate::commands::now(clock);
+    for s in &sessions {
+        let body =
+            salvage_types::event::EventBody::Redaction { keys: vec![full.hex()], counts: Default::default() };
+        let id = format!("redact-{}-{s}-{}", full.short(), now.timestamp_nanos_opt().unwrap_or(0));
+        j.append(s, None, vec![salvage_journal::NewEvent::new(id, now, body)])
+            .map_err(|e| Failure::Problem(e.to_string()))?;
+    }
+    // secure_delete zeroed the old pages; a checkpoint copies them over the file and
+    // truncates the write-ahead log, which still holds the old page images.
+    let busy: i64 = j
+        .conn()
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+        .map_err(|e| Failure::Problem(format!("checkpoint: {e}")))?;
+    if busy != 0 {
+        eprintln!("warning: another process holds the database open: the old bytes leave the write-ahead log at its next checkpoint");
+    }
+    out.line(&format!(
+        "redacted ccr:{} (key kept; recorded in {} journal session(s))",
+        full.hex(),
+        sessions.len()
+    ))?;
+    Ok(())
 }

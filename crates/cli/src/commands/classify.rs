@@ -48,14 +48,13 @@ pub fn run(args: Args, out: &mut Output) -> Outcome {
             .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
         salvage_types::capture::from_json_bytes::<FailureInput>(&b, "<stdin>").map_err(Failure::input)?
     } else {
-        FailureInput {
+        let failure = salvage_types::capture::Failure {
             status: args.failure.status,
             message: args.failure.message.unwrap_or_default(),
             transport: args.failure.transport,
-            history_bytes: args.history_bytes.unwrap_or(0),
             rejected_request_bytes: None,
-            payload_path_seen: false,
-        }
+        };
+        FailureInput::new(failure, args.history_bytes.unwrap_or(0))
     };
     let c = classify(&input);
     out.line(

@@ -115,14 +115,7 @@ fn reason_phrase(status: u16) -> &'static str {
 fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> {
     let f = &capture.failure;
     let weight = salvage_types::history_weight(&capture.history);
-    let input = salvage_recovery::classify::FailureInput {
-        status: f.status,
-        message: f.message.clone(),
-        transport: f.transport.clone(),
-        history_bytes: weight,
-        rejected_request_bytes: f.rejected_request_bytes,
-        payload_path_seen: false,
-    };
+    let input = salvage_recovery::classify::FailureInput::new(f.clone(), weight);
     let class = salvage_recovery::classify::classify(&input).class;
     let text = format!("{} {}", f.message, f.transport.as_deref().unwrap_or_default()).to_lowercase();
     let style = match class {
@@ -179,9 +172,9 @@ fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> 
     Some((gateway, note))
 }
 
-/// Runs the command.
-pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
-    // The capture ceiling bounds the body while it is read (SALVAGE_MAX_CAPTURE).
+/// The input's name in messages and its bytes, read under the capture ceiling
+/// (SALVAGE_MAX_CAPTURE).
+fn read_bytes(args: &Args, env: &BTreeMap<String, String>) -> Result<(String, Vec<u8>), Failure> {
     let limit = crate::db::ceilings(env)?.capture.max_file_bytes;
     let name =
         if args.file.as_os_str() == "-" { "<stdin>".to_string() } else { args.file.display().to_string() };
@@ -192,10 +185,15 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             e.to_string()
         })
     })?;
-    let source = match args.from {
+    Ok((name, bytes))
+}
+
+/// The source shape: `--from`, or detected from the bytes.
+fn source(args: &Args, bytes: &[u8], name: &str) -> Result<Source, Failure> {
+    Ok(match args.from {
         From::Auto => {
             let d =
-                salvage_wire::detect::detect(&bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
+                salvage_wire::detect::detect(bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
             let Some(source) = Source::of(d.format) else {
                 return Err(Failure::input(format!(
                     "{name}: looks like a {} file ({}), which this build cannot import",
@@ -215,7 +213,95 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         From::ClaudeCode => Source::ClaudeCode,
         From::Codex => Source::Codex,
         From::Cline => Source::Cline,
-    };
+    })
+}
+
+/// The client a source names.
+fn client_name(source: Source) -> String {
+    match source {
+        Source::Chatcli => "chatcli".into(),
+        Source::ClaudeCode => "claude-code".into(),
+        Source::Codex => "codex".into(),
+        Source::Cline => "cline".into(),
+        Source::Openai | Source::Anthropic | Source::OpenaiResponses | Source::Gemini | Source::Bedrock => {
+            "unknown".into()
+        }
+    }
+}
+
+/// The capture's id: `--id`, else the file's stem.
+fn capture_id(args: &Args) -> String {
+    args.id.clone().unwrap_or_else(|| {
+        args.file
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .filter(|s| s != "-")
+            .unwrap_or_else(|| "imported".into())
+    })
+}
+
+/// The failure: the error the session ended on, else the flags (a bare status gets its reason
+/// phrase as the message).
+fn failure(args: &Args, seen: Option<salvage_wire::session::SeenError>) -> CapturedFailure {
+    let status = seen.as_ref().map_or(args.failure.status, |e| e.status);
+    let message =
+        seen.map(|e| e.message).or_else(|| args.failure.message.clone()).unwrap_or_else(|| {
+            match (args.failure.status, &args.failure.transport) {
+                (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
+                (None, Some(t)) => t.clone(),
+                (None, None) => String::new(),
+            }
+        });
+    CapturedFailure {
+        status,
+        message,
+        transport: args.failure.transport.clone(),
+        rejected_request_bytes: args.rejected_bytes,
+    }
+}
+
+/// The simulated upstream the flags describe.
+fn upstream(args: &Args) -> Upstream {
+    let gateway =
+        (args.gateway_max_bytes.is_some() || args.gateway_rejects_with.is_some()).then(|| Gateway {
+            max_body_bytes: args.gateway_max_bytes,
+            rejects_with: args
+                .gateway_rejects_with
+                .as_deref()
+                .and_then(RejectStyle::parse)
+                .unwrap_or(RejectStyle::Http413),
+            reports_request_size: args.reports_request_size,
+        });
+    let model = (args.context_window.is_some() || args.overflow_style.is_some()).then(|| ModelSpec {
+        context_window_tokens: args.context_window,
+        overflow_style: args.overflow_style.as_deref().and_then(OverflowStyle::parse),
+        max_output_tokens: None,
+    });
+    Upstream { gateway, model, context_editing: None, responses: Vec::new() }
+}
+
+/// Writes the capture to `--output`, or to stdout. Streamed: the capture is never held a second
+/// time as its text.
+fn write(args: &Args, capture: &Capture, out: &mut Output) -> Outcome {
+    match &args.output {
+        Some(path) => {
+            crate::atomic_file::write_with(path, |w| write_pretty(w, capture))
+                .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
+            eprintln!(
+                "wrote {} ({} messages)",
+                crate::terminal::escape(&path.display().to_string()),
+                capture.history.len()
+            );
+        }
+        None => write_pretty(out.writer(), capture)?,
+    }
+    Ok(())
+}
+
+/// Runs the command.
+pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
+    let (name, bytes) = read_bytes(&args, env)?;
+    let source = source(&args, &bytes, &name)?;
     // The bytes are moved into the import and dropped as soon as they are parsed: the capture is
     // built without the file held beside it.
     let (imported, seen) = if source.is_session() {
@@ -235,76 +321,26 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
     if imported.history.is_empty() {
         return Err(Failure::input(format!("{name}: the history is empty: nothing to capture")));
     }
-    let id = args.id.clone().unwrap_or_else(|| {
-        args.file
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .filter(|s| s != "-")
-            .unwrap_or_else(|| "imported".into())
-    });
-    let status = seen.as_ref().map_or(args.failure.status, |e| e.status);
-    let message =
-        seen.map(|e| e.message).or_else(|| args.failure.message.clone()).unwrap_or_else(|| {
-            match (args.failure.status, &args.failure.transport) {
-                (Some(s), _) => format!("{s} {}", reason_phrase(s)).trim().to_string(),
-                (None, Some(t)) => t.clone(),
-                (None, None) => String::new(),
-            }
-        });
-    let gateway =
-        (args.gateway_max_bytes.is_some() || args.gateway_rejects_with.is_some()).then(|| Gateway {
-            max_body_bytes: args.gateway_max_bytes,
-            rejects_with: args
-                .gateway_rejects_with
-                .as_deref()
-                .and_then(RejectStyle::parse)
-                .unwrap_or(RejectStyle::Http413),
-            reports_request_size: args.reports_request_size,
-        });
-    let model = (args.context_window.is_some() || args.overflow_style.is_some()).then(|| ModelSpec {
-        context_window_tokens: args.context_window,
-        overflow_style: args.overflow_style.as_deref().and_then(OverflowStyle::parse),
-        max_output_tokens: None,
-    });
     let settings: BTreeMap<String, String> = env
         .iter()
         .filter(|(k, _)| SETTING_NAMES.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let capture = Capture {
+    let mut capture = Capture {
         format: CAPTURE_FORMAT.to_string(),
-        id,
+        id: capture_id(&args),
         title: args.title.clone(),
-        client: Some(ClientInfo {
-            name: match source {
-                Source::Chatcli => "chatcli".into(),
-                Source::ClaudeCode => "claude-code".into(),
-                Source::Codex => "codex".into(),
-                Source::Cline => "cline".into(),
-                Source::Openai
-                | Source::Anthropic
-                | Source::OpenaiResponses
-                | Source::Gemini
-                | Source::Bedrock => "unknown".into(),
-            },
-            surface: None,
-        }),
+        client: Some(ClientInfo { name: client_name(source), surface: None }),
         provider: args.provider.clone().or(imported.provider),
         model: imported.model,
         settings,
         request: imported.request,
         history: imported.history,
-        failure: CapturedFailure {
-            status,
-            message,
-            transport: args.failure.transport.clone(),
-            rejected_request_bytes: args.rejected_bytes,
-        },
-        upstream: Upstream { gateway, model, context_editing: None, responses: Vec::new() },
+        failure: failure(&args, seen),
+        upstream: upstream(&args),
         recorded: Recorded::default(),
         expect: None,
     };
-    let mut capture = capture;
     if capture.upstream.gateway.as_ref().is_none_or(|g| g.max_body_bytes.is_none()) {
         if let Some((gateway, note)) = modeled_gateway(&capture, &args) {
             eprintln!("{name}: {note}");
@@ -317,20 +353,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
         }
     }
-    // Streamed: the capture is never held a second time as its text.
-    match &args.output {
-        Some(path) => {
-            crate::atomic_file::write_with(path, |w| write_pretty(w, &capture))
-                .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
-            eprintln!(
-                "wrote {} ({} messages)",
-                crate::terminal::escape(&path.display().to_string()),
-                capture.history.len()
-            );
-        }
-        None => write_pretty(out.writer(), &capture)?,
-    }
-    Ok(())
+    write(&args, &capture, out)
 }
 
 /// The capture as [`Capture::to_json_pretty`] writes it (pretty JSON and a newline), streamed.

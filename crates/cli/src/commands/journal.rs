@@ -233,43 +233,10 @@ pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Ou
     match args.command {
         Sub::Sessions { json, since, outcome, title } => sessions(&j, json, since, outcome, title, now, out)?,
         Sub::Log { session, json } => log(&j, &resolve(&j, &session)?, json, out)?,
-        Sub::Show { session, at, state } => {
-            let session = resolve(&j, &session)?;
-            let seq = match at {
-                Some(s) => s,
-                None => j.version(&session).map_err(problem)?,
-            };
-            let v = j.view_at(&session, seq).map_err(problem)?;
-            if state {
-                let mut s = serde_json::to_value(&v.state).map_err(|e| Failure::Problem(e.to_string()))?;
-                s["history"] = json!(v.history.len());
-                out.json(&s)?;
-            } else {
-                out.json(&json!(v.history))?;
-            }
-        }
+        Sub::Show { session, at, state } => show(&j, &resolve(&j, &session)?, at, state, out)?,
         Sub::Rewind { session, to } => {
             let session = resolve(&j, &session)?;
-            let head = j.version(&session).map_err(problem)?;
-            if to.eq_ignore_ascii_case("head") {
-                return Err(Failure::Input(format!(
-                    "--to HEAD: session {session} is already at its head (event {head}); name an earlier event or checkpoint"
-                )));
-            }
-            let target = crate::commands::journal_points::event(&j, &session, &to)?;
-            if target == head {
-                return Err(Failure::Input(format!(
-                    "--to {to}: event {head} is the current head of session {session}; a rewind to it changes nothing"
-                )));
-            }
-            let id = format!("rewind-{}-{}", session, now.timestamp_nanos_opt().unwrap_or(0));
-            let a = j.rewind(&session, target, "rewind", &id, now).map_err(problem)?;
-            out.line(&format!(
-                "event {}: rewound to event {target} (undo with `salvage journal rewind {} --to {}`)",
-                a.seq,
-                escape(&shell_quote(&session)),
-                a.seq - 1
-            ))?;
+            rewind(&mut j, &session, &to, now, out)?;
         }
         Sub::Checkpoint { session, name } => {
             let session = resolve(&j, &session)?;
@@ -278,30 +245,7 @@ pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Ou
                 "event {seq}: checkpoint {name:?} (rewind to it with `salvage journal rewind {session} --to {name}`)"
             ))?;
         }
-        Sub::Checkpoints { session, json } => {
-            let session = resolve(&j, &session)?;
-            let c = crate::commands::journal_points::list(&j, &session)?;
-            if json {
-                // `checkpoints` are those in the head's state; a rewind back past one moves it
-                // to `abandoned` (still a target for `rewind --to NAME`).
-                let pick = |live: bool| -> Vec<serde_json::Value> {
-                    c.iter()
-                        .filter(|p| p.live == live)
-                        .map(|p| json!({"name": p.name, "seq": p.seq}))
-                        .collect()
-                };
-                out.json(&json!({ "checkpoints": pick(true), "abandoned": pick(false) }))?;
-            } else if c.is_empty() {
-                out.line(&format!(
-                    "no checkpoints in {session} (create one with `salvage journal checkpoint {session} --name NAME`)"
-                ))?;
-            } else {
-                for p in &c {
-                    let note = if p.live { "" } else { "  (on an abandoned branch)" };
-                    out.line(&format!("{:>4}  {}{note}", p.seq, escape(&p.name)))?;
-                }
-            }
-        }
+        Sub::Checkpoints { session, json } => checkpoints(&j, &resolve(&j, &session)?, json, out)?,
         Sub::Diff { session, from, to, json } => {
             let session = resolve(&j, &session)?;
             crate::commands::journal_diff::run(&j, &session, &from, to.as_deref(), json, out)?;
@@ -336,6 +280,77 @@ pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Ou
         }
         Sub::Redact { session, message, at, index, whole } => {
             redact(&mut j, &session, &message, at.map(|a| (a, index)), whole, now, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// `salvage journal show`: the history (or the state) at an event, the head by default.
+fn show(j: &Journal, session: &str, at: Option<u64>, state: bool, out: &mut Output) -> Outcome {
+    let seq = match at {
+        Some(s) => s,
+        None => j.version(session).map_err(problem)?,
+    };
+    let v = j.view_at(session, seq).map_err(problem)?;
+    if state {
+        let mut s = serde_json::to_value(&v.state).map_err(|e| Failure::Problem(e.to_string()))?;
+        s["history"] = json!(v.history.len());
+        out.json(&s)?;
+    } else {
+        out.json(&json!(v.history))?;
+    }
+    Ok(())
+}
+
+/// `salvage journal rewind`: appends a rewind to an earlier event or checkpoint.
+fn rewind(
+    j: &mut Journal,
+    session: &str,
+    to: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    out: &mut Output,
+) -> Outcome {
+    let head = j.version(session).map_err(problem)?;
+    if to.eq_ignore_ascii_case("head") {
+        return Err(Failure::Input(format!(
+            "--to HEAD: session {session} is already at its head (event {head}); name an earlier event or checkpoint"
+        )));
+    }
+    let target = crate::commands::journal_points::event(j, session, to)?;
+    if target == head {
+        return Err(Failure::Input(format!(
+            "--to {to}: event {head} is the current head of session {session}; a rewind to it changes nothing"
+        )));
+    }
+    let id = format!("rewind-{}-{}", session, now.timestamp_nanos_opt().unwrap_or(0));
+    let a = j.rewind(session, target, "rewind", &id, now).map_err(problem)?;
+    out.line(&format!(
+        "event {}: rewound to event {target} (undo with `salvage journal rewind {} --to {}`)",
+        a.seq,
+        escape(&shell_quote(session)),
+        a.seq - 1
+    ))?;
+    Ok(())
+}
+
+/// `salvage journal checkpoints`.
+fn checkpoints(j: &Journal, session: &str, json: bool, out: &mut Output) -> Outcome {
+    let c = crate::commands::journal_points::list(j, session)?;
+    if json {
+        // `checkpoints` are those in the head's state; a rewind back past one moves it
+        // to `abandoned` (still a target for `rewind --to NAME`).
+        let pick = |live: bool| -> Vec<serde_json::Value> {
+            c.iter().filter(|p| p.live == live).map(|p| json!({"name": p.name, "seq": p.seq})).collect()
+        };
+        out.json(&json!({ "checkpoints": pick(true), "abandoned": pick(false) }))?;
+    } else if c.is_empty() {
+        out.line(&format!(
+            "no checkpoints in {session} (create one with `salvage journal checkpoint {session} --name NAME`)"
+        ))?;
+    } else {
+        for p in &c {
+            let note = if p.live { "" } else { "  (on an abandoned branch)" };
+            out.line(&format!("{:>4}  {}{note}", p.seq, escape(&p.name)))?;
         }
     }
     Ok(())

@@ -5,10 +5,12 @@ use crate::exit::{Failure, Outcome};
 use crate::junit;
 use crate::output::{table, write_atomic, Output};
 use crate::terminal::escape;
+use salvage_replay::baseline::Comparison;
 use salvage_replay::corpus::{discover, run_all, CaptureReport, Target};
 use salvage_replay::shard::Shard;
 use salvage_types::format_bytes;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -139,50 +141,74 @@ fn overrides(set: &[String]) -> Result<Vec<(String, String)>, Failure> {
     Ok(out)
 }
 
-/// Runs the command.
-pub fn run(
-    args: Args,
-    env: &std::collections::BTreeMap<String, String>,
-    clock: &dyn salvage_types::Clock,
-    out: &mut Output,
-) -> Outcome {
-    let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(Failure::Input)?;
-    let set = overrides(&args.set)?;
-    let baseline = match &args.baseline {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", p.display())))?;
-            Some(salvage_replay::baseline::read(&p.display().to_string(), &text).map_err(Failure::input)?)
-        }
-        None => None,
-    };
-    if args.bless && !set.is_empty() {
-        return Err(Failure::Input(
-            "--bless with --set would record a what-if run as the expectation".into(),
-        ));
+/// The captures read from the command line, in discovery order.
+#[derive(Default)]
+struct Loaded {
+    /// The readable captures with their files.
+    captures: Vec<(PathBuf, salvage_types::Capture)>,
+    /// Each readable capture's place in discovery order.
+    capture_order: Vec<usize>,
+    /// Unreadable files found in folders, with their place in discovery order.
+    unreadable: Vec<(usize, Row)>,
+}
+
+impl Loaded {
+    /// Keeps only what `shard` holds.
+    fn keep_shard(&mut self, s: Shard) {
+        let keep: Vec<bool> = self.captures.iter().map(|(_, c)| s.holds(&c.id)).collect();
+        let mut k = keep.iter();
+        self.captures.retain(|_| k.next().copied().unwrap_or(false));
+        let mut k = keep.iter();
+        self.capture_order.retain(|_| k.next().copied().unwrap_or(false));
+        self.unreadable.retain(|(_, r)| match r {
+            Row::Unreadable { id, .. } => s.holds(id),
+            Row::Done(_) => true,
+        });
     }
-    let limits = crate::db::ceilings(env)?;
-    // Files named on the command line must be readable (exit 2); files found in folders that are
-    // not become failed rows and the run goes on.
-    let mut captures: Vec<(PathBuf, salvage_types::Capture)> = Vec::new();
-    let mut capture_order: Vec<usize> = Vec::new();
-    let mut unreadable: Vec<(usize, Row)> = Vec::new();
+
+    /// Rows in discovery order: replayed captures and unreadable files interleaved as found.
+    fn into_rows(self, reports: Vec<CaptureReport>) -> Vec<Row> {
+        let mut ordered: Vec<(usize, Row)> =
+            self.capture_order.into_iter().zip(reports).map(|(o, r)| (o, Row::Done(Box::new(r)))).collect();
+        ordered.extend(self.unreadable);
+        ordered.sort_by_key(|(o, _)| *o);
+        ordered.into_iter().map(|(_, r)| r).collect()
+    }
+}
+
+/// The previous run's report, when `--baseline` names one.
+fn read_baseline(args: &Args) -> Result<Option<BTreeMap<String, serde_json::Value>>, Failure> {
+    let Some(p) = &args.baseline else { return Ok(None) };
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", p.display())))?;
+    Ok(Some(salvage_replay::baseline::read(&p.display().to_string(), &text).map_err(Failure::input)?))
+}
+
+/// Reads every capture under the paths, applying the `--set` overrides. Files named on the
+/// command line must be readable (exit 2); files found in folders that are not become failed rows
+/// and the run goes on.
+fn load(
+    args: &Args,
+    set: &[(String, String)],
+    limits: &salvage_types::capture::Limits,
+) -> Result<Loaded, Failure> {
+    let mut loaded = Loaded::default();
     let mut order = 0usize;
     for p in &args.paths {
         let in_folder = p.is_dir();
         let files = discover(std::slice::from_ref(p)).map_err(Failure::Input)?;
         for f in files {
-            match salvage_types::capture::read_capture_with(&f, &limits.capture) {
+            match salvage_types::capture::read_capture_with(&f, limits) {
                 Ok(mut c) => {
-                    for (k, v) in &set {
+                    for (k, v) in set {
                         c.settings.insert(k.clone(), v.clone());
                     }
-                    captures.push((f, c));
-                    capture_order.push(order);
+                    loaded.captures.push((f, c));
+                    loaded.capture_order.push(order);
                 }
                 Err(e) if in_folder => {
                     let id = f.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
-                    unreadable.push((
+                    loaded.unreadable.push((
                         order,
                         Row::Unreadable { id, file: f.display().to_string(), error: e.to_string() },
                     ));
@@ -192,30 +218,36 @@ pub fn run(
             order += 1;
         }
     }
-    if captures.is_empty() && unreadable.is_empty() {
-        return Err(Failure::Input(format!(
-            "no *.json captures under {}",
-            args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        )));
+    if loaded.captures.is_empty() && loaded.unreadable.is_empty() {
+        return Err(Failure::Input(format!("no *.json captures under {}", paths_joined(args, ", "))));
     }
-    if let Some(s) = shard {
-        let keep: Vec<bool> = captures.iter().map(|(_, c)| s.holds(&c.id)).collect();
-        let mut k = keep.iter();
-        captures.retain(|_| k.next().copied().unwrap_or(false));
-        let mut k = keep.iter();
-        capture_order.retain(|_| k.next().copied().unwrap_or(false));
-        unreadable.retain(|(_, r)| match r {
-            Row::Unreadable { id, .. } => s.holds(id),
-            Row::Done(_) => true,
-        });
-    }
-    let target = if args.no_journal {
-        Target::Memory
+    Ok(loaded)
+}
+
+/// The command-line paths, joined.
+fn paths_joined(args: &Args, sep: &str) -> String {
+    args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(sep)
+}
+
+/// Where the run is journaled; a file is created and migrated once, before the workers open it.
+fn target(args: &Args) -> Result<Target, Failure> {
+    if args.no_journal {
+        Ok(Target::Memory)
     } else {
-        // Create and migrate the file once, before the workers open it.
         args.db.open()?;
-        Target::File(args.db.db.clone())
-    };
+        Ok(Target::File(args.db.db.clone()))
+    }
+}
+
+/// Replays the captures on `--jobs` workers with the chosen summarizer, drawing a progress bar on
+/// a terminal.
+fn replay_all(
+    args: &Args,
+    env: &std::collections::BTreeMap<String, String>,
+    captures: &[(PathBuf, salvage_types::Capture)],
+    target: &Target,
+    clock: &dyn salvage_types::Clock,
+) -> Result<Vec<CaptureReport>, Failure> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let home = env.get("HOME").map(PathBuf::from);
     let route = args.summarizer.clone();
@@ -236,8 +268,8 @@ pub fn run(
     let jobs =
         args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let reports = run_all(
-        &captures,
-        &target,
+        captures,
+        target,
         jobs.max(1),
         &make,
         &progress,
@@ -248,50 +280,59 @@ pub fn run(
     if tty {
         eprint!("\r{}\r", " ".repeat(80));
     }
-    if args.bless {
-        for ((file, capture), r) in captures.iter().zip(&reports) {
-            let mut c = capture.clone();
-            // --bless records the outcome fields only: expected events are written by hand.
-            c.expect = r.blessed.clone().map(|mut b| {
-                b.events = capture.expect.as_ref().map(|e| e.events.clone()).unwrap_or_default();
-                b
-            });
-            write_atomic(file, c.to_json_pretty().as_bytes())
-                .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", file.display())))?;
-        }
+    Ok(reports)
+}
+
+/// `--bless`: writes each observed outcome into its capture's `expect`.
+fn bless(captures: &[(PathBuf, salvage_types::Capture)], reports: &[CaptureReport]) -> Result<(), Failure> {
+    for ((file, capture), r) in captures.iter().zip(reports) {
+        let mut c = capture.clone();
+        // --bless records the outcome fields only: expected events are written by hand.
+        c.expect = r.blessed.clone().map(|mut b| {
+            b.events = capture.expect.as_ref().map(|e| e.events.clone()).unwrap_or_default();
+            b
+        });
+        write_atomic(file, c.to_json_pretty().as_bytes())
+            .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", file.display())))?;
     }
-    let comparison =
-        baseline.as_ref().map(|b| salvage_replay::baseline::compare(&reports, b, args.threshold));
-    // Rows in discovery order: replayed captures and unreadable files interleaved as found.
-    let mut ordered: Vec<(usize, Row)> =
-        capture_order.into_iter().zip(reports).map(|(o, r)| (o, Row::Done(Box::new(r)))).collect();
-    ordered.extend(unreadable);
-    ordered.sort_by_key(|(o, _)| *o);
-    let rows: Vec<Row> = ordered.into_iter().map(|(_, r)| r).collect();
-    let passed = rows.iter().filter(|r| r.passed()).count();
-    let failed = rows.len() - passed;
+    Ok(())
+}
+
+/// Writes the `--junit` and `--html` reports that were asked for.
+fn write_reports(args: &Args, rows: &[Row], target: &Target, clock: &dyn salvage_types::Clock) -> Outcome {
     if let Some(path) = &args.junit {
         let cases: Vec<junit::Case> = rows.iter().map(junit_case).collect();
-        let suite = args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
+        let suite = paths_joined(args, " ");
         write_atomic(path, junit::render(&suite, &cases).as_bytes())
             .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", path.display())))?;
     }
     if let Some(path) = &args.html {
         let corpus: Vec<crate::html::CorpusRow> = rows.iter().map(corpus_row).collect();
-        let journal = match &target {
+        let journal = match target {
             Target::File(p) => Some(salvage_journal::Journal::from_store(
                 salvage_store::Store::open(p, &salvage_store::Options::default()).map_err(Failure::input)?,
             )),
             Target::Memory => None,
         };
-        let title = format!(
-            "salvage replay {}",
-            args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ")
-        );
+        let title = format!("salvage replay {}", paths_joined(args, " "));
         let html = crate::html::render(&title, &corpus, journal.as_ref(), clock).map_err(Failure::Problem)?;
         write_atomic(path, html.as_bytes())
             .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", path.display())))?;
     }
+    Ok(())
+}
+
+/// Prints the run: JSON with `--json`, else the table, the baseline comparison and a summary line.
+fn print_run(
+    args: &Args,
+    rows: &[Row],
+    shard: Option<Shard>,
+    comparison: Option<&Comparison>,
+    target: &Target,
+    out: &mut Output,
+) -> Outcome {
+    let passed = rows.iter().filter(|r| r.passed()).count();
+    let failed = rows.len() - passed;
     if args.json {
         let mut v = json!({
             "captures": rows.iter().map(Row::json).collect::<Vec<_>>(),
@@ -300,26 +341,32 @@ pub fn run(
         if let Some(s) = shard {
             v["shard"] = json!({"index": s.index, "count": s.count});
         }
-        if let Some(c) = &comparison {
+        if let Some(c) = comparison {
             v["baseline"] = json!(c);
         }
         out.json(&v)?;
     } else {
-        print_table(&rows, out)?;
-        if let Some(c) = &comparison {
+        print_table(rows, out)?;
+        if let Some(c) = comparison {
             print_comparison(c, out)?;
         }
         out.line(&format!(
             "\n{} captures: {passed} passed, {failed} failed{}{}",
             rows.len(),
             shard.map(|s| format!(" (shard {}/{})", s.index, s.count)).unwrap_or_default(),
-            match &target {
+            match target {
                 Target::File(p) => format!(" — journaled in {}", escape(&p.display().to_string())),
                 Target::Memory => " — not journaled (--no-journal)".to_string(),
             }
         ))?;
     }
-    let regressions = comparison.as_ref().map(|c| c.regressions.len()).unwrap_or(0);
+    Ok(())
+}
+
+/// The exit: 1 when a capture failed or regressed against the baseline.
+fn verdict(rows: &[Row], comparison: Option<&Comparison>) -> Outcome {
+    let failed = rows.iter().filter(|r| !r.passed()).count();
+    let regressions = comparison.map(|c| c.regressions.len()).unwrap_or(0);
     match (failed, regressions) {
         (0, 0) => Ok(()),
         (0, r) => Err(Failure::Problem(format!("{r} regression(s) against the baseline"))),
@@ -329,6 +376,39 @@ pub fn run(
             rows.len()
         ))),
     }
+}
+
+/// Runs the command.
+pub fn run(
+    args: Args,
+    env: &std::collections::BTreeMap<String, String>,
+    clock: &dyn salvage_types::Clock,
+    out: &mut Output,
+) -> Outcome {
+    let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(Failure::Input)?;
+    let set = overrides(&args.set)?;
+    let baseline = read_baseline(&args)?;
+    if args.bless && !set.is_empty() {
+        return Err(Failure::Input(
+            "--bless with --set would record a what-if run as the expectation".into(),
+        ));
+    }
+    let limits = crate::db::ceilings(env)?;
+    let mut loaded = load(&args, &set, &limits.capture)?;
+    if let Some(s) = shard {
+        loaded.keep_shard(s);
+    }
+    let target = target(&args)?;
+    let reports = replay_all(&args, env, &loaded.captures, &target, clock)?;
+    if args.bless {
+        bless(&loaded.captures, &reports)?;
+    }
+    let comparison =
+        baseline.as_ref().map(|b| salvage_replay::baseline::compare(&reports, b, args.threshold));
+    let rows = loaded.into_rows(reports);
+    write_reports(&args, &rows, &target, clock)?;
+    print_run(&args, &rows, shard, comparison.as_ref(), &target, out)?;
+    verdict(&rows, comparison.as_ref())
 }
 
 fn junit_case(row: &Row) -> junit::Case {

@@ -8,7 +8,7 @@ use crate::escalation::CONTINUATION;
 use crate::ladder::RUNG3_MESSAGE_MAX;
 use crate::payload::{self, FloorParts, FloorVerdict};
 use crate::task::task_index;
-use salvage_types::capture::{Outcome, StopReason};
+use salvage_types::capture::{Failure, Outcome, StopReason};
 use salvage_types::ccr_key::find_markers;
 use salvage_types::event::EventBody;
 use salvage_types::truncate::preserve_end;
@@ -67,11 +67,13 @@ impl Turn {
 
     fn rejected(&mut self, r: Rejection, io: &mut EngineIo<'_>) {
         let c = classify(&FailureInput {
-            status: r.status,
-            message: r.message.clone(),
-            transport: r.transport.clone(),
+            failure: Failure {
+                status: r.status,
+                message: r.message.clone(),
+                transport: r.transport.clone(),
+                rejected_request_bytes: r.rejected_bytes,
+            },
             history_bytes: history_weight(&self.history),
-            rejected_request_bytes: r.rejected_bytes,
             payload_path_seen: self.payload_path,
         });
         self.rejected_once = true;

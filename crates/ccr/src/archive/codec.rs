@@ -1,0 +1,60 @@
+//! The stored form of an original: raw below [`TINY`] bytes, zstd otherwise; decoding always
+//! verifies the content against its key.
+
+use super::CcrError;
+use salvage_types::ccr_key::CcrKey;
+use std::cell::RefCell;
+
+/// Below this size an original is stored raw: compression cannot pay.
+pub const TINY: usize = 64;
+/// The zstd level.
+pub const LEVEL: i32 = 3;
+
+pub(super) const CODEC_RAW: i64 = 0;
+pub(super) const CODEC_ZSTD: i64 = 1;
+
+thread_local! {
+    static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+}
+
+pub(super) fn compress(bytes: &[u8]) -> Result<Vec<u8>, CcrError> {
+    COMPRESSOR.with(|c| {
+        let mut slot = c.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Compressor::new(LEVEL).map_err(CcrError::Compress)?);
+        }
+        match slot.as_mut() {
+            Some(comp) => comp.compress(bytes).map_err(CcrError::Compress),
+            None => Err(CcrError::Compress(std::io::Error::other("no compressor"))),
+        }
+    })
+}
+
+/// Decodes stored bytes and checks them against the key. Never returns unverified content.
+pub fn decode(key: &CcrKey, codec: i64, raw_len: u64, data: &[u8], limit: u64) -> Result<Vec<u8>, CcrError> {
+    let corrupt = |reason: String| CcrError::Corrupt { key: key.hex(), reason };
+    if raw_len > limit {
+        return Err(CcrError::TooLarge { key: key.hex(), len: raw_len, limit });
+    }
+    let cap = usize::try_from(raw_len).map_err(|_| corrupt("length does not fit in memory".into()))?;
+    let bytes = match codec {
+        CODEC_RAW => data.to_vec(),
+        CODEC_ZSTD => zstd::bulk::decompress(data, cap).map_err(|e| corrupt(format!("zstd: {e}")))?,
+        other => return Err(corrupt(format!("unknown codec {other}"))),
+    };
+    if bytes.len() != cap {
+        return Err(corrupt(format!("decoded {} bytes, expected {raw_len}", bytes.len())));
+    }
+    if CcrKey::of(&bytes) != *key {
+        return Err(corrupt("content does not hash to its key".into()));
+    }
+    Ok(bytes)
+}
+
+pub(super) fn key_from_blob(b: Vec<u8>) -> Result<CcrKey, CcrError> {
+    let arr: [u8; 32] = b.try_into().map_err(|_| CcrError::Corrupt {
+        key: "(unknown)".into(),
+        reason: "stored key is not 32 bytes".into(),
+    })?;
+    Ok(CcrKey(arr))
+}

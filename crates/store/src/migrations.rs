@@ -1,0 +1,50 @@
+//! The shipped migrations (`migrations/` at the top level, embedded) and the schema version.
+
+use rusqlite::Connection;
+
+/// One shipped migration: `NNNN_name.sql` from the top-level `migrations/` folder.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// The schema version it produces.
+    pub version: u32,
+    /// The file name.
+    pub name: &'static str,
+    /// The SQL.
+    pub sql: &'static str,
+}
+
+/// Every shipped migration, in order. Shipped migrations are frozen (see `migrations/checksums.txt`).
+pub const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "0001_ccr.sql", sql: include_str!("../../../migrations/0001_ccr.sql") },
+    Migration {
+        version: 2,
+        name: "0002_journal.sql",
+        sql: include_str!("../../../migrations/0002_journal.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "0003_session_deletion.sql",
+        sql: include_str!("../../../migrations/0003_session_deletion.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "0004_redactions_capture_ids.sql",
+        sql: include_str!("../../../migrations/0004_redactions_capture_ids.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "0005_history_snapshots.sql",
+        sql: include_str!("../../../migrations/0005_history_snapshots.sql"),
+    },
+];
+
+/// The schema version this build writes.
+pub fn latest_version() -> u32 {
+    MIGRATIONS.last().map(|m| m.version).unwrap_or(0)
+}
+
+/// The schema version a connection sees (`PRAGMA user_version`); a negative one reads as `u32::MAX`.
+pub(crate) fn user_version(conn: &Connection) -> Result<u32, rusqlite::Error> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+        .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+}
