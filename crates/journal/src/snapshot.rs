@@ -58,36 +58,97 @@ pub(crate) fn digest(state: &[u8], history: &[u8]) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-/// Builds the snapshot of `state` (taken at `seq` of `session`): the history array is assembled
-/// from the messages' stored JSON, so it decodes to exactly what a row-by-row restore returns.
+/// The stored JSON of the messages `hashes`, joined by commas (the inside of a JSON array).
+fn joined(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Result<Vec<u8>, JournalError> {
+    let mut unique = hashes.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    let raw: HashMap<MsgHash, Vec<u8>> = fetch_raw(conn, session, seq, &unique)?.into_iter().collect();
+    let total: usize = raw.values().map(Vec::len).fold(0, usize::saturating_add);
+    let mut out = Vec::with_capacity(total.saturating_add(hashes.len()));
+    for (n, h) in hashes.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        let json = raw
+            .get(h)
+            .ok_or_else(|| JournalError::corrupt(session, seq, format!("message {} is missing", hex(h))))?;
+        out.extend_from_slice(json);
+    }
+    Ok(out)
+}
+
+/// The latest verified snapshot of the session at or before `seq` whose history is a prefix of
+/// `history`: the base a new snapshot extends. A row that fails its check is not used (verify
+/// reports it); the new snapshot is then built in full.
+fn base(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    hashes: &[MsgHash],
+) -> Result<Option<Read>, JournalError> {
+    let row: Option<(i64, Vec<u8>, Vec<u8>, Option<Vec<u8>>)> = conn
+        .prepare_cached(
+            "SELECT s.seq, s.state, s.history, e.snapshot_hash FROM snapshots AS s
+             JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.seq
+             WHERE s.session_id = ?1 AND s.seq <= ?2 AND s.reducer_version = ?3
+             ORDER BY s.seq DESC LIMIT 1",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![session, i(seq), REDUCER_VERSION], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()
+        })
+        .map_err(sql("snapshot"))?;
+    let Some((at, state, history, Some(recorded))) = row else { return Ok(None) };
+    let Ok(at) = u64::try_from(at) else { return Ok(None) };
+    match verified(session, at, state, history, &recorded) {
+        Ok(r) if hashes.starts_with(&r.state.history) && raw_len(&r.history).is_some() => Ok(Some(r)),
+        _ => Ok(None),
+    }
+}
+
+/// Builds the snapshot of `state` (taken at `seq` of `session`), incrementally: the history blob
+/// of the latest snapshot whose history is a prefix of this one is reused as it is, and only the
+/// messages after it are read and compressed, as one more zstd frame. Without such a base the
+/// whole history is one frame. Either way it decodes to exactly what a row-by-row restore returns
+/// (the messages' stored JSON).
 pub(crate) fn build(
     conn: &Connection,
     session: &str,
     seq: u64,
     state: &State,
 ) -> Result<Written, JournalError> {
-    let mut unique = state.history.clone();
-    unique.sort_unstable();
-    unique.dedup();
-    let raw: HashMap<MsgHash, Vec<u8>> = fetch_raw(conn, session, seq, &unique)?.into_iter().collect();
-    let total: usize = raw.values().map(Vec::len).fold(2, usize::saturating_add);
-    let mut array = Vec::with_capacity(total.saturating_add(state.history.len()));
-    array.push(b'[');
-    for (n, h) in state.history.iter().enumerate() {
-        if n > 0 {
-            array.push(b',');
-        }
-        let json = raw
-            .get(h)
-            .ok_or_else(|| JournalError::corrupt(session, seq, format!("message {} is missing", hex(h))))?;
-        array.extend_from_slice(json);
+    let (mut history, from) = match base(conn, session, seq, &state.history)? {
+        Some(b) => (b.history, b.state.history.len()),
+        None => (Vec::new(), 0),
+    };
+    let tail = state.history.get(from..).unwrap_or_default();
+    if !tail.is_empty() {
+        let mut text = if from > 0 { vec![b','] } else { Vec::new() };
+        text.extend_from_slice(&joined(conn, session, seq, tail)?);
+        let frame = zstd::bulk::compress(&text, LEVEL)
+            .map_err(|e| JournalError::Invalid(format!("session {session}, event {seq}: snapshot: {e}")))?;
+        history.extend_from_slice(&frame);
     }
-    array.push(b']');
-    let history = zstd::bulk::compress(&array, LEVEL)
-        .map_err(|e| JournalError::Invalid(format!("session {session}, event {seq}: snapshot: {e}")))?;
     let state = serde_json::to_vec(state).map_err(|e| JournalError::Invalid(e.to_string()))?;
     let hash = digest(&state, &history);
     Ok(Written { state, history, hash })
+}
+
+/// The decompressed length of a history blob: the sum of its frames' recorded content sizes
+/// (`None` when a frame does not record its size or the blob is not a sequence of frames).
+fn raw_len(blob: &[u8]) -> Option<usize> {
+    let mut rest = blob;
+    let mut total = 0usize;
+    while !rest.is_empty() {
+        let size = zstd::zstd_safe::get_frame_content_size(rest).ok().flatten()?;
+        total = total.checked_add(usize::try_from(size).ok()?)?;
+        let frame = zstd::zstd_safe::find_frame_compressed_size(rest).ok()?;
+        rest = rest.get(frame..).filter(|_| frame > 0)?;
+    }
+    Some(total)
 }
 
 /// Stores a built snapshot (its event, carrying its hash, is in the same transaction).
@@ -116,13 +177,24 @@ pub(crate) fn read(conn: &Connection, session: &str, seq: u64) -> Result<Option<
         })
         .map_err(sql("restore"))?;
     let Some((state, history, Some(recorded))) = row else { return Ok(None) };
-    let recorded = stored_hash(session, seq, "snapshot_hash", &recorded)?;
+    verified(session, seq, state, history, &recorded).map(Some)
+}
+
+/// A snapshot row checked against the hash its event records, its state decoded.
+fn verified(
+    session: &str,
+    seq: u64,
+    state: Vec<u8>,
+    history: Vec<u8>,
+    recorded: &[u8],
+) -> Result<Read, JournalError> {
+    let recorded = stored_hash(session, seq, "snapshot_hash", recorded)?;
     if let Some(problem) = check(&state, &history, &recorded) {
         return Err(JournalError::corrupt(session, seq, problem));
     }
     let state = serde_json::from_slice::<State>(&state)
         .map_err(|e| JournalError::corrupt(session, seq, format!("snapshot state does not decode: {e}")))?;
-    Ok(Some(Read { seq, state, history }))
+    Ok(Read { seq, state, history })
 }
 
 /// Why a snapshot's bytes do not match the hash its event records, if they do not.
@@ -131,20 +203,26 @@ pub(crate) fn check(state: &[u8], history: &[u8], recorded: &[u8; 32]) -> Option
         .then(|| "snapshot does not match the hash its event records (it was edited)".to_string())
 }
 
-/// Decodes a snapshot's history: exactly `len` messages.
+/// Decodes a snapshot's history: exactly `len` messages. The frames decompress in one call
+/// into one buffer between the array's brackets, which is parsed once.
 pub(crate) fn decode_history(session: &str, snap: &Read) -> Result<Vec<Message>, JournalError> {
     let corrupt = |p: String| JournalError::corrupt(session, snap.seq, p);
-    // The frame records its size (the blob is already checked against the chain): one
-    // allocation and the single-shot decoder, twice as fast as the streaming one.
-    let size = zstd::zstd_safe::get_frame_content_size(&snap.history)
-        .ok()
-        .flatten()
-        .and_then(|n| usize::try_from(n).ok());
-    let json = match size {
-        Some(n) => zstd::bulk::decompress(&snap.history, n),
-        None => zstd::stream::decode_all(&snap.history[..]),
+    let len = raw_len(&snap.history).ok_or_else(|| corrupt("snapshot history is not zstd frames".into()))?;
+    let mut json = vec![0u8; len.saturating_add(2)];
+    if let Some(inner) = json.get_mut(1..=len).filter(|_| len > 0) {
+        let got = zstd::zstd_safe::decompress(inner, &snap.history).map_err(|e| {
+            corrupt(format!("snapshot history does not decompress: {}", zstd::zstd_safe::get_error_name(e)))
+        })?;
+        if got != len {
+            return Err(corrupt(format!("snapshot history holds {got} bytes, not {len}")));
+        }
     }
-    .map_err(|e| corrupt(format!("snapshot history does not decompress: {e}")))?;
+    if let Some(close) = json.last_mut() {
+        *close = b']';
+    }
+    if let Some(open) = json.first_mut() {
+        *open = b'[';
+    }
     let msgs: Vec<Message> = serde_json::from_slice(&json)
         .map_err(|e| corrupt(format!("snapshot history does not decode: {e}")))?;
     if msgs.len() != snap.state.history.len() {
