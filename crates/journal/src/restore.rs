@@ -118,7 +118,10 @@ fn history_from(
     snap: Option<snapshot::Read>,
 ) -> Result<Vec<Message>, JournalError> {
     let Some(snap) = snap else { return load_messages(conn, session, seq, hashes) };
-    let msgs = snapshot::decode_history(session, &snap)?;
+    // A chain a redaction cut short: the messages row by row.
+    let Some(msgs) = snapshot::decode_history(conn, session, &snap)? else {
+        return load_messages(conn, session, seq, hashes);
+    };
     if snap.state.history == hashes {
         return Ok(msgs);
     }

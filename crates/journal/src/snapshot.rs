@@ -26,6 +26,13 @@ use std::collections::HashMap;
 /// twice as fast, and decompression speed does not depend on the level.
 const LEVEL: i32 = 1;
 
+/// A delta snapshot's history starts with a skippable zstd frame (decoders pass over it) with this
+/// magic number, holding its base snapshot's seq.
+const BASE_MAGIC: u32 = 0x184D_2A5A;
+/// The most rows a history is spread over: the snapshot that would make a chain longer holds
+/// its whole history again (the chain's frames copied as they are, nothing recompressed).
+pub(crate) const MAX_CHAIN: usize = 16;
+
 /// A snapshot as written: the state's JSON, the compressed history, and the digest the event
 /// records.
 pub(crate) struct Written {
@@ -109,11 +116,12 @@ fn base(
     }
 }
 
-/// Builds the snapshot of `state` (taken at `seq` of `session`), incrementally: the history blob
-/// of the latest snapshot whose history is a prefix of this one is reused as it is, and only the
-/// messages after it are read and compressed, as one more zstd frame. Without such a base the
-/// whole history is one frame. Either way it decodes to exactly what a row-by-row restore returns
-/// (the messages' stored JSON).
+/// Builds the snapshot of `state` (taken at `seq` of `session`), incrementally. Its base is the
+/// latest snapshot whose history is a prefix of this one: the new row then holds only a frame
+/// naming the base and the messages after it, compressed as one more frame, so every message is
+/// read and compressed once. A history spread over [`MAX_CHAIN`] rows is written whole instead
+/// (the chain's frames copied as they are). Without a usable base the history is one frame.
+/// Either way it decodes to exactly what a row-by-row restore returns (the stored JSON).
 pub(crate) fn build(
     conn: &Connection,
     session: &str,
@@ -121,7 +129,19 @@ pub(crate) fn build(
     state: &State,
 ) -> Result<Written, JournalError> {
     let (mut history, from) = match base(conn, session, seq, &state.history)? {
-        Some(b) => (b.history, b.state.history.len()),
+        Some(b) => match bases(conn, session, &b) {
+            Ok(Some(rows)) if rows.len() < MAX_CHAIN.saturating_sub(1) => {
+                (base_frame(b.seq), b.state.history.len())
+            }
+            Ok(Some(rows)) => {
+                let mut whole = Vec::new();
+                for r in rows.iter().chain(std::iter::once(&b)) {
+                    whole.extend_from_slice(frames(&r.history));
+                }
+                (whole, b.state.history.len())
+            }
+            _ => (Vec::new(), 0),
+        },
         None => (Vec::new(), 0),
     };
     let tail = state.history.get(from..).unwrap_or_default();
@@ -135,6 +155,54 @@ pub(crate) fn build(
     let state = serde_json::to_vec(state).map_err(|e| JournalError::Invalid(e.to_string()))?;
     let hash = digest(&state, &history);
     Ok(Written { state, history, hash })
+}
+
+/// The skippable frame naming a delta's base.
+fn base_frame(base: u64) -> Vec<u8> {
+    let mut f = Vec::with_capacity(16);
+    f.extend_from_slice(&BASE_MAGIC.to_le_bytes());
+    f.extend_from_slice(&8u32.to_le_bytes());
+    f.extend_from_slice(&base.to_le_bytes());
+    f
+}
+
+/// The base a delta's history names, if it is a delta.
+fn base_of(blob: &[u8]) -> Option<u64> {
+    let word = |r: std::ops::Range<usize>| blob.get(r).and_then(|b| <[u8; 4]>::try_from(b).ok());
+    if word(0..4).map(u32::from_le_bytes) != Some(BASE_MAGIC) || word(4..8).map(u32::from_le_bytes) != Some(8)
+    {
+        return None;
+    }
+    blob.get(8..16).and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_le_bytes)
+}
+
+/// A history's frames of messages (without the frame naming its base).
+fn frames(blob: &[u8]) -> &[u8] {
+    match base_of(blob) {
+        Some(_) => blob.get(16..).unwrap_or_default(),
+        None => blob,
+    }
+}
+
+/// The rows `snap`'s history continues, oldest (the whole one) first, each checked against the
+/// hash its event records; `None` when one is gone (dropped by a redaction, or deleted).
+fn bases(conn: &Connection, session: &str, snap: &Read) -> Result<Option<Vec<Read>>, JournalError> {
+    let mut rows: Vec<Read> = Vec::new();
+    let mut next = base_of(&snap.history).map(|b| (snap.seq, b));
+    while let Some((at, b)) = next {
+        if b >= at || rows.len() >= MAX_CHAIN {
+            return Err(JournalError::corrupt(
+                session,
+                at,
+                format!("snapshot names base {b}, not an earlier one"),
+            ));
+        }
+        let Some(r) = read(conn, session, b)? else { return Ok(None) };
+        next = base_of(&r.history).map(|nb| (r.seq, nb));
+        rows.push(r);
+    }
+    rows.reverse();
+    Ok(Some(rows))
 }
 
 /// The decompressed length of a history blob: the sum of its frames' recorded content sizes
@@ -203,19 +271,38 @@ pub(crate) fn check(state: &[u8], history: &[u8], recorded: &[u8; 32]) -> Option
         .then(|| "snapshot does not match the hash its event records (it was edited)".to_string())
 }
 
-/// Decodes a snapshot's history: exactly `len` messages. The frames decompress in one call
-/// into one buffer between the array's brackets, which is parsed once.
-pub(crate) fn decode_history(session: &str, snap: &Read) -> Result<Vec<Message>, JournalError> {
+/// Decodes a snapshot's history: exactly its state's messages, or `None` when a row of its chain
+/// is gone. The frames of every row decompress into one buffer between the array's brackets,
+/// which is parsed once.
+pub(crate) fn decode_history(
+    conn: &Connection,
+    session: &str,
+    snap: &Read,
+) -> Result<Option<Vec<Message>>, JournalError> {
     let corrupt = |p: String| JournalError::corrupt(session, snap.seq, p);
-    let len = raw_len(&snap.history).ok_or_else(|| corrupt("snapshot history is not zstd frames".into()))?;
+    let Some(rows) = bases(conn, session, snap)? else { return Ok(None) };
+    let blobs: Vec<&[u8]> = rows.iter().chain(std::iter::once(snap)).map(|r| frames(&r.history)).collect();
+    let mut sizes = Vec::with_capacity(blobs.len());
+    for b in &blobs {
+        sizes.push(raw_len(b).ok_or_else(|| corrupt("snapshot history is not zstd frames".into()))?);
+    }
+    let len = sizes.iter().fold(0usize, |a, n| a.saturating_add(*n));
     let mut json = vec![0u8; len.saturating_add(2)];
-    if let Some(inner) = json.get_mut(1..=len).filter(|_| len > 0) {
-        let got = zstd::zstd_safe::decompress(inner, &snap.history).map_err(|e| {
-            corrupt(format!("snapshot history does not decompress: {}", zstd::zstd_safe::get_error_name(e)))
-        })?;
-        if got != len {
-            return Err(corrupt(format!("snapshot history holds {got} bytes, not {len}")));
+    let mut at = 1usize;
+    for (b, n) in blobs.iter().zip(sizes) {
+        let end = at.saturating_add(n);
+        if let Some(out) = json.get_mut(at..end).filter(|_| n > 0) {
+            let got = zstd::zstd_safe::decompress(out, b).map_err(|e| {
+                corrupt(format!(
+                    "snapshot history does not decompress: {}",
+                    zstd::zstd_safe::get_error_name(e)
+                ))
+            })?;
+            if got != n {
+                return Err(corrupt(format!("snapshot history holds {got} bytes, not {n}")));
+            }
         }
+        at = end;
     }
     if let Some(close) = json.last_mut() {
         *close = b']';
@@ -232,7 +319,7 @@ pub(crate) fn decode_history(session: &str, snap: &Read) -> Result<Vec<Message>,
             snap.state.history.len()
         )));
     }
-    Ok(msgs)
+    Ok(Some(msgs))
 }
 
 /// Drops every snapshot whose history holds message `hash` (its content was just redacted; the
