@@ -12,8 +12,10 @@
 //! Where things live: [`append`] writes events (the one transaction per batch),
 //! [`restore`] folds states and reads events back, [`messages`]
 //! stores and loads message bodies (large ones spilled to CCR), `snapshot` materialises
-//! the decoded history every so many events (each snapshot vouched for by the hash chain and
-//! checked on every read), [`verify`] checks the chain and the snapshots, and [`error`] names
+//! the decoded history every so many events, incrementally (each snapshot holds only the messages
+//! after the one it extends, in chains of at most 16 rows; each row vouched for by the hash chain
+//! and checked on every read, message hashes checked once as messages enter a snapshot and by
+//! [`verify`]), [`verify`] checks the chain and the snapshots, and [`error`] names
 //! every failure.
 //!
 //! Reads never write: restoring, listing, exporting and verifying leave the database file as it

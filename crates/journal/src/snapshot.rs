@@ -1,22 +1,34 @@
-//! Snapshots: the state after an event and the whole decoded history at it, in one row, so a
-//! restore reads one row, decompresses and parses once, and applies only the few splices after it
-//! (instead of one keyed lookup, hash check and parse per message).
+//! Snapshots: the state after an event and the decoded history at it, so a restore reads a few
+//! rows, decompresses and parses once, and applies only the few splices after it (instead of one
+//! keyed lookup, hash check and parse per message).
 //!
-//! A snapshot row holds the state's JSON and the history as one JSON array of the messages'
-//! stored JSON, zstd-compressed. Design decision (integrity): the event a snapshot is taken at
-//! records the snapshot's BLAKE3 ([`digest`], over the state and the stored history bytes) in its
-//! `snapshot_hash` column, which the event hash chain covers. A restore checks every snapshot it
-//! reads against that hash and refuses one that differs (a snapshot edited behind the journal's
-//! back would otherwise change what a restore returns unnoticed), and `journal verify` checks
-//! every snapshot row the same way, so a tampered row is caught by both; changing the recorded
-//! hash instead breaks the chain, which verify reports. Checking on read costs one BLAKE3 pass
-//! over the compressed bytes, a fraction of the decompression. Snapshots stay disposable: a row
-//! that is missing (deleted, or dropped by a redaction of a message it holds) is folded past; a
-//! row at an event that records no snapshot hash is never read (migration 0005 dropped the
+//! A snapshot row holds the state's JSON and its history as zstd frames of the messages' stored
+//! JSON joined by commas (the inside of a JSON array). Design decision (incremental snapshots):
+//! a snapshot extends a base — the latest snapshot at or before it whose history is a prefix of
+//! its own — and holds only a skippable frame naming the base and one frame of the messages after
+//! it, so each message is read, hash-checked and compressed once and snapshot work grows linearly
+//! with the session (re-compressing the whole history at every snapshot made batched appends five
+//! times slower). A chain is at most [`MAX_CHAIN`] rows: the snapshot that would make it longer
+//! holds the chain's frames again, copied as they are (nothing recompressed), so a restore reads
+//! at most that many rows, decompresses every frame into one buffer and parses one array. A
+//! history that is not an extension of the latest snapshot's (a rewrite, a rewind) is one frame.
+//!
+//! Design decision (integrity): the event a snapshot is taken at records the snapshot's BLAKE3
+//! ([`digest`], over the state and the stored history bytes) in its `snapshot_hash` column, which
+//! the event hash chain covers. A restore checks every row of a chain it reads against that hash
+//! and refuses one that differs (a snapshot edited behind the journal's back would otherwise
+//! change what a restore returns unnoticed), and `journal verify` checks every snapshot row the
+//! same way, so a tampered row is caught by both; changing the recorded hash instead breaks the
+//! chain, which verify reports. Message hashes are checked when a message enters a snapshot and
+//! by `journal verify`, not on restores through a snapshot: the snapshot's hash vouches for those
+//! bytes, and checking it costs one BLAKE3 pass over the compressed bytes, a fraction of
+//! re-hashing every message. Snapshots stay disposable: a row that is missing (deleted, or dropped
+//! by a redaction of a message it holds) is folded past, and a chain missing a row is read row by
+//! row; a row at an event that records no snapshot hash is never read (migration 0005 dropped the
 //! unvouched state snapshots written before).
 
 use crate::error::{i, sql, stored_hash, JournalError};
-use crate::messages::fetch_raw;
+use crate::messages::{fetch_raw, is_redacted, message_hash};
 use crate::state::{hex, MsgHash, State, REDUCER_VERSION};
 use rusqlite::{params, Connection, OptionalExtension};
 use salvage_types::Message;
@@ -65,12 +77,24 @@ pub(crate) fn digest(state: &[u8], history: &[u8]) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-/// The stored JSON of the messages `hashes`, joined by commas (the inside of a JSON array).
+/// The stored JSON of the messages `hashes`, joined by commas (the inside of a JSON array). Each
+/// is checked against its hash here, once, as it enters a snapshot (a body that differs is
+/// accepted only for a redacted message): restores through the snapshot then rely on the
+/// snapshot's own hash, which the chain covers.
 fn joined(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Result<Vec<u8>, JournalError> {
     let mut unique = hashes.to_vec();
     unique.sort_unstable();
     unique.dedup();
     let raw: HashMap<MsgHash, Vec<u8>> = fetch_raw(conn, session, seq, &unique)?.into_iter().collect();
+    for (h, json) in &raw {
+        if message_hash(json) != *h && !is_redacted(conn, h)? {
+            return Err(JournalError::corrupt(
+                session,
+                seq,
+                format!("message {} does not match its hash", hex(h)),
+            ));
+        }
+    }
     let total: usize = raw.values().map(Vec::len).fold(0, usize::saturating_add);
     let mut out = Vec::with_capacity(total.saturating_add(hashes.len()));
     for (n, h) in hashes.iter().enumerate() {
