@@ -159,8 +159,8 @@ pub(crate) fn build(
             }
             Ok(Some(rows)) => {
                 let mut whole = Vec::new();
-                for r in rows.iter().chain(std::iter::once(&b)) {
-                    whole.extend_from_slice(frames(&r.history));
+                for h in rows.iter().chain(std::iter::once(&b.history)) {
+                    whole.extend_from_slice(frames(h));
                 }
                 (whole, b.state.history.len())
             }
@@ -208,10 +208,11 @@ fn frames(blob: &[u8]) -> &[u8] {
     }
 }
 
-/// The rows `snap`'s history continues, oldest (the whole one) first, each checked against the
-/// hash its event records; `None` when one is gone (dropped by a redaction, or deleted).
-fn bases(conn: &Connection, session: &str, snap: &Read) -> Result<Option<Vec<Read>>, JournalError> {
-    let mut rows: Vec<Read> = Vec::new();
+/// The history blobs of the rows `snap`'s history continues, oldest (the whole one) first, each
+/// row checked against the hash its event records; `None` when one is gone (dropped by a
+/// redaction, or deleted).
+fn bases(conn: &Connection, session: &str, snap: &Read) -> Result<Option<Vec<Vec<u8>>>, JournalError> {
+    let mut rows: Vec<Vec<u8>> = Vec::new();
     let mut next = base_of(&snap.history).map(|b| (snap.seq, b));
     while let Some((at, b)) = next {
         if b >= at || rows.len() >= MAX_CHAIN {
@@ -221,9 +222,9 @@ fn bases(conn: &Connection, session: &str, snap: &Read) -> Result<Option<Vec<Rea
                 format!("snapshot names base {b}, not an earlier one"),
             ));
         }
-        let Some(r) = read(conn, session, b)? else { return Ok(None) };
-        next = base_of(&r.history).map(|nb| (r.seq, nb));
-        rows.push(r);
+        let Some((_, history)) = checked_row(conn, session, b)? else { return Ok(None) };
+        next = base_of(&history).map(|nb| (b, nb));
+        rows.push(history);
     }
     rows.reverse();
     Ok(Some(rows))
@@ -256,6 +257,17 @@ pub(crate) fn write(conn: &Connection, session: &str, seq: u64, w: &Written) -> 
 /// The snapshot after `seq`, if one of this reducer version is stored with the hash its event
 /// records. A row whose bytes differ from that hash, or that does not decode, is corruption.
 pub(crate) fn read(conn: &Connection, session: &str, seq: u64) -> Result<Option<Read>, JournalError> {
+    let Some((state, history)) = checked_row(conn, session, seq)? else { return Ok(None) };
+    Ok(Some(Read { seq, state: decode_state(session, seq, &state)?, history }))
+}
+
+/// The state and history bytes of the snapshot after `seq`, checked against the hash its event
+/// records (the state not decoded: a chain's bases need only their frames).
+fn checked_row(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+) -> Result<Option<(Vec<u8>, Vec<u8>)>, JournalError> {
     type SnapRow = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
     let row: Option<SnapRow> = conn
         .prepare_cached(
@@ -269,7 +281,8 @@ pub(crate) fn read(conn: &Connection, session: &str, seq: u64) -> Result<Option<
         })
         .map_err(sql("restore"))?;
     let Some((state, history, Some(recorded))) = row else { return Ok(None) };
-    verified(session, seq, state, history, &recorded).map(Some)
+    vouched(session, seq, &state, &history, &recorded)?;
+    Ok(Some((state, history)))
 }
 
 /// A snapshot row checked against the hash its event records, its state decoded.
@@ -280,13 +293,29 @@ fn verified(
     history: Vec<u8>,
     recorded: &[u8],
 ) -> Result<Read, JournalError> {
+    vouched(session, seq, &state, &history, recorded)?;
+    Ok(Read { seq, state: decode_state(session, seq, &state)?, history })
+}
+
+/// Refuses a snapshot's bytes unless they hash to what its event records.
+fn vouched(
+    session: &str,
+    seq: u64,
+    state: &[u8],
+    history: &[u8],
+    recorded: &[u8],
+) -> Result<(), JournalError> {
     let recorded = stored_hash(session, seq, "snapshot_hash", recorded)?;
-    if let Some(problem) = check(&state, &history, &recorded) {
-        return Err(JournalError::corrupt(session, seq, problem));
+    match check(state, history, &recorded) {
+        Some(problem) => Err(JournalError::corrupt(session, seq, problem)),
+        None => Ok(()),
     }
-    let state = serde_json::from_slice::<State>(&state)
-        .map_err(|e| JournalError::corrupt(session, seq, format!("snapshot state does not decode: {e}")))?;
-    Ok(Read { seq, state, history })
+}
+
+/// A snapshot's state.
+fn decode_state(session: &str, seq: u64, state: &[u8]) -> Result<State, JournalError> {
+    serde_json::from_slice::<State>(state)
+        .map_err(|e| JournalError::corrupt(session, seq, format!("snapshot state does not decode: {e}")))
 }
 
 /// Why a snapshot's bytes do not match the hash its event records, if they do not.
@@ -305,7 +334,7 @@ pub(crate) fn decode_history(
 ) -> Result<Option<Vec<Message>>, JournalError> {
     let corrupt = |p: String| JournalError::corrupt(session, snap.seq, p);
     let Some(rows) = bases(conn, session, snap)? else { return Ok(None) };
-    let blobs: Vec<&[u8]> = rows.iter().chain(std::iter::once(snap)).map(|r| frames(&r.history)).collect();
+    let blobs: Vec<&[u8]> = rows.iter().chain(std::iter::once(&snap.history)).map(|h| frames(h)).collect();
     let mut sizes = Vec::with_capacity(blobs.len());
     for b in &blobs {
         sizes.push(raw_len(b).ok_or_else(|| corrupt("snapshot history is not zstd frames".into()))?);
