@@ -118,7 +118,8 @@ fn base(
     seq: u64,
     hashes: &[MsgHash],
 ) -> Result<Option<Read>, JournalError> {
-    let row: Option<(i64, Vec<u8>, Vec<u8>, Option<Vec<u8>>)> = conn
+    type BaseRow = (i64, Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+    let row: Option<BaseRow> = conn
         .prepare_cached(
             "SELECT s.seq, s.state, s.history, e.snapshot_hash FROM snapshots AS s
              JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.seq
@@ -261,13 +262,12 @@ pub(crate) fn read(conn: &Connection, session: &str, seq: u64) -> Result<Option<
     Ok(Some(Read { seq, state: decode_state(session, seq, &state)?, history }))
 }
 
+/// A snapshot row's stored state and history.
+type RowBytes = (Vec<u8>, Vec<u8>);
+
 /// The state and history bytes of the snapshot after `seq`, checked against the hash its event
 /// records (the state not decoded: a chain's bases need only their frames).
-fn checked_row(
-    conn: &Connection,
-    session: &str,
-    seq: u64,
-) -> Result<Option<(Vec<u8>, Vec<u8>)>, JournalError> {
+fn checked_row(conn: &Connection, session: &str, seq: u64) -> Result<Option<RowBytes>, JournalError> {
     type SnapRow = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
     let row: Option<SnapRow> = conn
         .prepare_cached(
