@@ -7,7 +7,8 @@ use crate::hash_chain;
 use crate::messages::{store_message, CCR_OWNER};
 use crate::open::Journal;
 use crate::restore::{event_depth, fold, snapshot_interval};
-use crate::state::{diff, hex, Delta, MsgHash, State, REDUCER_VERSION};
+use crate::snapshot;
+use crate::state::{diff, hex, Delta, MsgHash, State};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use salvage_ccr::{Ccr, Clock};
@@ -146,8 +147,8 @@ fn insert_event(
     hash: &[u8; 32],
 ) -> Result<(), JournalError> {
     tx.prepare_cached(
-        "INSERT INTO events (session_id, seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "INSERT INTO events (session_id, seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash, snapshot_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )
     .and_then(|mut st| {
         st.execute(params![
@@ -162,7 +163,8 @@ fn insert_event(
             row.body,
             row.delta,
             &prev[..],
-            &hash[..]
+            &hash[..],
+            row.snapshot.map(|h| &h[..])
         ])
     })
     .map(|_| ())
@@ -205,24 +207,19 @@ fn link_blobs(
     Ok(())
 }
 
-/// Writes a snapshot of `state` when `depth` is on the snapshot interval.
+/// Builds a snapshot of `state` (the state after the event) when `depth` is on the snapshot
+/// interval; its hash goes into the event row, so the chain vouches for it.
 fn maybe_snapshot(
     tx: &Connection,
     session: &str,
     seq: u64,
     depth: u64,
     state: &State,
-) -> Result<(), JournalError> {
+) -> Result<Option<snapshot::Written>, JournalError> {
     if depth == 0 || depth.checked_rem(snapshot_interval(state.history.len())) != Some(0) {
-        return Ok(());
+        return Ok(None);
     }
-    let blob = serde_json::to_vec(state).map_err(|x| JournalError::Invalid(x.to_string()))?;
-    tx.prepare_cached(
-        "INSERT OR REPLACE INTO snapshots (session_id, seq, reducer_version, state) VALUES (?1, ?2, ?3, ?4)",
-    )
-    .and_then(|mut st| st.execute(params![session, i(seq), REDUCER_VERSION, blob]))
-    .map_err(sql("snapshot"))?;
-    Ok(())
+    snapshot::build(tx, session, seq, state).map(Some)
 }
 
 /// Where a batch stands: the chain head and the state after the latest event.
@@ -251,6 +248,8 @@ fn append_one(
         .transpose()
         .map_err(|x| JournalError::Invalid(x.to_string()))?;
     let ts = rfc3339(&e.ts);
+    state.apply(session, seq, parent, &e.body, delta.as_ref())?;
+    let snap = maybe_snapshot(tx, session, seq, depth, &state)?;
     let row = hash_chain::Row {
         session,
         seq,
@@ -262,12 +261,14 @@ fn append_one(
         ts: &ts,
         body: &body,
         delta: delta_bytes.as_deref(),
+        snapshot: snap.as_ref().map(|w| &w.hash),
     };
     let hash = hash_chain::link(&cursor.prev_hash, &row);
     insert_event(tx, &row, &cursor.prev_hash, &hash)?;
     link_blobs(tx, clock, session, seq, e)?;
-    state.apply(session, seq, parent, &e.body, delta.as_ref())?;
-    maybe_snapshot(tx, session, seq, depth, &state)?;
+    if let Some(w) = &snap {
+        snapshot::write(tx, session, seq, w)?;
+    }
     *cursor = Cursor { seq, prev_hash: hash, state: (seq, state, Some(depth)) };
     Ok(Appended { seq, hash, inserted: true })
 }
@@ -517,6 +518,8 @@ fn redact_message(
     let json = serde_json::to_vec(replacement).map_err(|e| JournalError::Invalid(e.to_string()))?;
     tx.execute("UPDATE messages SET body = ?1, ccr_key = NULL WHERE hash = ?2", params![json, &hash[..]])
         .map_err(sql("redact"))?;
+    // Snapshots hold the old content in their materialised histories: drop them.
+    snapshot::drop_holding(tx, hash)?;
     tx.execute(
         "INSERT OR REPLACE INTO message_redactions (hash, session_id, seq, redacted_at) VALUES (?1, ?2, ?3, ?4)",
         params![&hash[..], session, i(seq), at],

@@ -23,6 +23,9 @@ pub struct Row<'a> {
     pub body: &'a [u8],
     /// Stored delta bytes.
     pub delta: Option<&'a [u8]>,
+    /// BLAKE3 of the snapshot taken at this event, if one was (covered only when present, so
+    /// events stored before snapshots were vouched for keep their hashes).
+    pub snapshot: Option<&'a [u8; 32]>,
 }
 
 fn field(h: &mut blake3::Hasher, b: &[u8]) {
@@ -60,6 +63,10 @@ pub fn link(prev: &[u8; 32], row: &Row<'_>) -> [u8; 32] {
         None => {
             h.update(&[0]);
         }
+    }
+    if let Some(s) = row.snapshot {
+        h.update(b"snapshot");
+        h.update(s);
     }
     *h.finalize().as_bytes()
 }

@@ -11,8 +11,12 @@
 //!
 //! Where things live: [`append`] writes events (the one transaction per batch),
 //! [`restore`] folds states and reads events back, [`messages`]
-//! stores and loads message bodies (large ones spilled to CCR), [`verify`] checks
-//! the chain, and [`error`] names every failure.
+//! stores and loads message bodies (large ones spilled to CCR), `snapshot` materialises
+//! the decoded history every so many events, incrementally (each snapshot holds only the messages
+//! after the one it extends, in chains of at most 16 rows; each row vouched for by the hash chain
+//! and checked on every read, message hashes checked once as messages enter a snapshot and by
+//! [`verify`]), [`verify`] checks the chain and the snapshots, and [`error`] names
+//! every failure.
 //!
 //! Reads never write: restoring, listing, exporting and verifying leave the database file as it
 //! was (CCR blobs a history spilled are read without refreshing their `last_access`: the journal's
@@ -37,6 +41,7 @@ pub mod messages;
 pub mod open;
 pub mod otlp;
 pub mod restore;
+pub(crate) mod snapshot;
 pub mod state;
 pub mod verify;
 

@@ -86,7 +86,7 @@ fn read_blob(conn: &Connection, key: &CcrKey) -> Result<Vec<u8>, String> {
 }
 
 /// The stored JSON of each distinct hash, fetched in one statement.
-fn fetch(
+pub(crate) fn fetch_raw(
     conn: &Connection,
     session: &str,
     seq: u64,
@@ -160,7 +160,7 @@ pub(crate) fn load_messages(
     let mut unique: Vec<MsgHash> = hashes.to_vec();
     unique.sort_unstable();
     unique.dedup();
-    let fetched = fetch(conn, session, seq, &unique)?;
+    let fetched = fetch_raw(conn, session, seq, &unique)?;
     let mut decoded: HashMap<MsgHash, Message> = HashMap::with_capacity(unique.len());
     for part in decode_all(&fetched) {
         for (h, m, matches) in part.map_err(corrupt)? {
@@ -170,8 +170,19 @@ pub(crate) fn load_messages(
             decoded.insert(h, m);
         }
     }
-    // Hand each message over without a copy, cloning only for repeats.
-    let mut remaining: HashMap<MsgHash, usize> = HashMap::with_capacity(unique.len());
+    assemble(session, seq, hashes, decoded)
+}
+
+/// The history listing `hashes`, from their decoded messages: each handed over without a copy,
+/// cloned only for repeats.
+pub(crate) fn assemble(
+    session: &str,
+    seq: u64,
+    hashes: &[MsgHash],
+    mut decoded: HashMap<MsgHash, Message>,
+) -> Result<Vec<Message>, JournalError> {
+    let corrupt = |problem: String| JournalError::corrupt(session, seq, problem);
+    let mut remaining: HashMap<MsgHash, usize> = HashMap::with_capacity(decoded.len());
     for h in hashes {
         let n = remaining.entry(*h).or_insert(0);
         *n = n.saturating_add(1); // at most hashes.len(), which is a usize

@@ -3,12 +3,14 @@
 
 use crate::error::{i, sql, stored_u64, JournalError};
 use crate::event::{decode, event_from_row, StoredEvent, EVENT_COLUMNS};
-use crate::messages::load_messages;
+use crate::messages::{assemble, load_messages};
 use crate::open::Journal;
-use crate::state::{Delta, MsgHash, State, REDUCER_VERSION};
+use crate::snapshot;
+use crate::state::{Delta, MsgHash, State};
 use rusqlite::{params, Connection, OptionalExtension};
 use salvage_types::event::EventBody;
 use salvage_types::Message;
+use std::collections::HashMap;
 
 /// A snapshot of the state is written every this many events along a parent chain.
 pub const SNAPSHOT_EVERY: u64 = 64;
@@ -46,18 +48,6 @@ pub(crate) fn event_depth(conn: &Connection, session: &str, seq: u64) -> Result<
 /// An event of the chain a fold applies: seq, parent, body, delta.
 type Link = (u64, Option<u64>, EventBody, Option<Delta>);
 
-/// A snapshot of the state after `seq`, if one of this reducer version is stored and decodes
-/// (snapshots are disposable: one that does not decode is folded past).
-fn snapshot(conn: &Connection, session: &str, seq: u64) -> Result<Option<State>, JournalError> {
-    let bytes: Option<Vec<u8>> = conn
-        .prepare_cached(
-            "SELECT state FROM snapshots WHERE session_id = ?1 AND seq = ?2 AND reducer_version = ?3",
-        )
-        .and_then(|mut st| st.query_row(params![session, i(seq), REDUCER_VERSION], |r| r.get(0)).optional())
-        .map_err(sql("restore"))?;
-    Ok(bytes.and_then(|b| serde_json::from_slice::<State>(&b).ok()))
-}
-
 /// One event of a fold's chain, its parent checked to be earlier.
 fn link(conn: &Connection, session: &str, seq: u64) -> Result<Link, JournalError> {
     type EventRow = (Option<i64>, Vec<u8>, Option<Vec<u8>>);
@@ -84,16 +74,28 @@ pub(crate) fn fold(
     seq: u64,
     cached: Option<&(u64, State)>,
 ) -> Result<State, JournalError> {
+    Ok(fold_from(conn, session, seq, cached)?.0)
+}
+
+/// [`fold`], also handing back the (verified) snapshot it started from, if it did.
+fn fold_from(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    cached: Option<&(u64, State)>,
+) -> Result<(State, Option<snapshot::Read>), JournalError> {
     let mut chain: Vec<Link> = Vec::new();
     let mut cur = Some(seq);
     let mut base = State::default();
+    let mut from = None;
     while let Some(s) = cur {
         if let Some((_, st)) = cached.filter(|(cs, _)| *cs == s) {
             base = st.clone();
             break;
         }
-        if let Some(st) = snapshot(conn, session, s)? {
-            base = st;
+        if let Some(snap) = snapshot::read(conn, session, s)? {
+            base = snap.state.clone();
+            from = Some(snap);
             break;
         }
         let l = link(conn, session, s)?;
@@ -103,7 +105,35 @@ pub(crate) fn fold(
     for (s, parent, body, delta) in chain.into_iter().rev() {
         base.apply(session, s, parent, &body, delta.as_ref())?;
     }
-    Ok(base)
+    Ok((base, from))
+}
+
+/// The exact history listing `hashes` (the state after `seq`): the snapshot's decoded history,
+/// plus the few messages spliced in after it loaded by hash; row by row without a snapshot.
+fn history_from(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    hashes: &[MsgHash],
+    snap: Option<snapshot::Read>,
+) -> Result<Vec<Message>, JournalError> {
+    let Some(snap) = snap else { return load_messages(conn, session, seq, hashes) };
+    // A chain a redaction cut short: the messages row by row.
+    let Some(msgs) = snapshot::decode_history(conn, session, &snap)? else {
+        return load_messages(conn, session, seq, hashes);
+    };
+    if snap.state.history == hashes {
+        return Ok(msgs);
+    }
+    let mut decoded: HashMap<MsgHash, Message> = snap.state.history.iter().copied().zip(msgs).collect();
+    let mut missing: Vec<MsgHash> = hashes.iter().filter(|h| !decoded.contains_key(*h)).copied().collect();
+    missing.sort_unstable();
+    missing.dedup();
+    if !missing.is_empty() {
+        let loaded = load_messages(conn, session, seq, &missing)?;
+        decoded.extend(missing.into_iter().zip(loaded));
+    }
+    assemble(session, seq, hashes, decoded)
 }
 
 impl Journal {
@@ -136,8 +166,8 @@ impl Journal {
 
     /// The exact state, history included, after event `seq`.
     pub fn view_at(&self, session: &str, seq: u64) -> Result<View, JournalError> {
-        let state = self.state_at(session, seq)?;
-        let history = load_messages(self.conn(), session, seq, &state.history)?;
+        let (state, snap) = fold_from(self.conn(), session, seq, None)?;
+        let history = history_from(self.conn(), session, seq, &state.history, snap)?;
         Ok(View { seq, history, state })
     }
 

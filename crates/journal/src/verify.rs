@@ -46,10 +46,11 @@ struct Record {
     delta: Option<Vec<u8>>,
     prev_hash: Vec<u8>,
     hash: Vec<u8>,
+    snapshot_hash: Option<[u8; 32]>,
 }
 
 const RECORD_COLUMNS: &str =
-    "seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash";
+    "seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash, snapshot_hash";
 
 /// Reads a row; `at` names the event expected there (for a row whose own seq is corrupt).
 fn record(session: &str, at: u64, r: &rusqlite::Row<'_>) -> Result<Record, JournalError> {
@@ -68,6 +69,11 @@ fn record(session: &str, at: u64, r: &rusqlite::Row<'_>) -> Result<Record, Journ
         delta: r.get(8).map_err(g)?,
         prev_hash: r.get(9).map_err(g)?,
         hash: r.get(10).map_err(g)?,
+        snapshot_hash: r
+            .get::<_, Option<Vec<u8>>>(11)
+            .map_err(g)?
+            .map(|h| stored_hash(session, seq, "snapshot_hash", &h))
+            .transpose()?,
     })
 }
 
@@ -121,6 +127,7 @@ impl Walk<'_> {
             ts: &r.ts,
             body: &r.body,
             delta: r.delta.as_deref(),
+            snapshot: r.snapshot_hash.as_ref(),
         };
         if hash_chain::link(&self.prev, &row)[..] != r.hash[..] {
             return Ok(Some((seq, "hash does not match the stored bytes (the event was edited)".into())));
@@ -280,7 +287,33 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
     if head_hash != walk.prev {
         return Ok((n, bad((last, "the session's chain head does not match its last event".into()))));
     }
-    Ok((n, None))
+    Ok((n, check_snapshots(conn, session)?.and_then(bad)))
+}
+
+/// Every snapshot row of the session against the hash its event records (which the chain,
+/// checked before, covers). A row at an event that records none is one restores never read.
+fn check_snapshots(conn: &Connection, session: &str) -> Result<Option<Problem>, JournalError> {
+    let mut st = conn
+        .prepare(
+            "SELECT s.seq, s.state, s.history, e.snapshot_hash FROM snapshots AS s
+             LEFT JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.seq
+             WHERE s.session_id = ?1 ORDER BY s.seq",
+        )
+        .map_err(sql("verify"))?;
+    let mut rows = st.query([session]).map_err(sql("verify"))?;
+    while let Some(r) = rows.next().map_err(sql("verify"))? {
+        let g = |e| JournalError::Sql { op: "verify", source: e };
+        let seq = stored_u64(session, 0, "snapshots.seq", r.get(0).map_err(g)?)?;
+        let recorded: Option<Vec<u8>> = r.get(3).map_err(g)?;
+        let Some(recorded) = recorded else { continue };
+        let recorded = stored_hash(session, seq, "snapshot_hash", &recorded)?;
+        let state: Vec<u8> = r.get(1).map_err(g)?;
+        let history: Vec<u8> = r.get(2).map_err(g)?;
+        if let Some(problem) = crate::snapshot::check(&state, &history, &recorded) {
+            return Ok(Some((seq, problem)));
+        }
+    }
+    Ok(None)
 }
 
 impl Journal {

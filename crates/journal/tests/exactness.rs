@@ -234,3 +234,90 @@ fn many_events_use_snapshots_and_stay_exact() {
     j.conn().execute("DELETE FROM snapshots", []).unwrap();
     assert_eq!(j.view_at("s", 401).unwrap().history, live);
 }
+
+/// BLAKE3 of a restored view's history and state as JSON.
+fn view_digest(j: &Journal, seq: u64) -> [u8; 32] {
+    let v = j.view_at("s", seq).unwrap();
+    let mut h = blake3::Hasher::new();
+    h.update(&serde_json::to_vec(&v.history).unwrap());
+    h.update(&serde_json::to_vec(&v.state).unwrap());
+    *h.finalize().as_bytes()
+}
+
+#[test]
+fn restore_at_every_event_is_the_same_with_and_without_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    let j = Journal::open(&path, &Options::default()).unwrap();
+    let mut d = Driver { j, n: 0, expected: BTreeMap::new(), live: Vec::new(), compactions: 0 };
+    d.j.start_session("s", "", NewEvent::new("ev-0", ts(0), EventBody::MessageAppended { count: 0 }))
+        .unwrap();
+    d.expected.insert(1, Vec::new());
+    d.n = 1;
+    // Appends (repeats included), in-place stubs, rewrites that shorten, rewinds onto older
+    // branches and events that leave the history alone, across several snapshot intervals.
+    for k in 1..=520u64 {
+        if k % 97 == 0 {
+            let target = d.j.version("s").unwrap() - 70;
+            d.rewind(target, "test");
+        } else if k % 13 == 0 && d.live.len() > 4 {
+            let i = usize::try_from(k).unwrap() % (d.live.len() - 1);
+            let h = stubbed(&d.live, i, &format!("[stub {k}]"));
+            d.push(EventBody::MessageAppended { count: 0 }, HistoryChange::Set(h));
+        } else if k % 61 == 0 {
+            let keep = d.live[d.live.len() / 2..].to_vec();
+            d.push(EventBody::MessageAppended { count: 0 }, HistoryChange::Set(keep));
+        } else if k % 3 == 0 {
+            d.push(EventBody::NoticeInjected {}, HistoryChange::None);
+        } else {
+            let m = if k % 5 == 0 { Message::user("same") } else { Message::user(format!("m{k}")) };
+            d.push(EventBody::MessageAppended { count: 1 }, HistoryChange::Append(vec![m]));
+        }
+    }
+    let head = d.j.version("s").unwrap();
+    drop(d.j);
+    let j = Journal::open(&path, &Options::default()).unwrap();
+    let with: i64 = j.conn().query_row("SELECT count(*) FROM snapshots", [], |r| r.get(0)).unwrap();
+    assert!(with >= 6, "{with} snapshots");
+    let snapped: Vec<[u8; 32]> = (1..=head).map(|seq| view_digest(&j, seq)).collect();
+    for seq in 1..=head {
+        assert_eq!(&j.view_at("s", seq).unwrap().history, &d.expected[&seq], "event {seq}");
+    }
+    j.conn().execute("DELETE FROM snapshots", []).unwrap();
+    let folded: Vec<[u8; 32]> = (1..=head).map(|seq| view_digest(&j, seq)).collect();
+    for (k, (a, b)) in snapped.iter().zip(&folded).enumerate() {
+        assert_eq!(a, b, "event {}", k + 1);
+    }
+    assert!(j.verify(None).unwrap().bad.is_empty());
+}
+
+#[test]
+fn a_snapshot_of_a_large_history_restores_exactly() {
+    // ~1.3 MB of history in one snapshot blob.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    let mut j = Journal::open(&path, &Options::default()).unwrap();
+    j.start_session("s", "", NewEvent::new("e0", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    let mut live = Vec::new();
+    for n in 1..=300u64 {
+        let m = Message::user(format!("{n} {}", "x".repeat(4000 + usize::try_from(n).unwrap())));
+        live.push(m.clone());
+        j.append(
+            "s",
+            None,
+            vec![NewEvent::new(format!("e{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                .with_history(HistoryChange::Append(vec![m]))],
+        )
+        .unwrap();
+    }
+    drop(j);
+    let j = Journal::open(&path, &Options::default()).unwrap();
+    let big: i64 =
+        j.conn().query_row("SELECT count(*) FROM snapshots WHERE seq = 257", [], |r| r.get(0)).unwrap();
+    assert_eq!(big, 1, "a snapshot at depth 256");
+    for seq in [257u64, 260, 301] {
+        let want = &live[..usize::try_from(seq - 1).unwrap()];
+        assert_eq!(j.view_at("s", seq).unwrap().history, want, "event {seq}");
+    }
+    assert!(j.verify(None).unwrap().bad.is_empty());
+}

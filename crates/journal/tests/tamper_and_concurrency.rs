@@ -312,3 +312,118 @@ fn a_session_without_events_is_reported_and_a_start_commits_with_its_first_event
     assert!(matches!(e, Err(JournalError::IdReused(_))), "{e:?}");
     assert!(j.sessions().unwrap().iter().all(|s| s.id != "new"));
 }
+
+/// A session long enough to hold snapshots (taken every 64 events along the parent chain).
+fn build_with_snapshots(path: &Path) -> Journal {
+    build(path, 200);
+    let j = Journal::open(path, &Options::default()).unwrap();
+    let snaps: i64 = j.conn().query_row("SELECT count(*) FROM snapshots", [], |r| r.get(0)).unwrap();
+    assert!(snaps >= 3, "{snaps} snapshots");
+    assert!(j.verify(None).unwrap().bad.is_empty());
+    j
+}
+
+#[test]
+fn a_tampered_snapshot_state_is_reported_and_never_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("snap.db");
+    let j = build_with_snapshots(&p);
+    let snap_seq: i64 = j.conn().query_row("SELECT min(seq) FROM snapshots", [], |r| r.get(0)).unwrap();
+    let want = j.view_at("s", 100).unwrap();
+    // Behind the journal's back: the snapshot now says the history is one message shorter and a
+    // cap was learned (the snapshots table has no triggers; this is what any writer could do).
+    let state: Vec<u8> =
+        j.conn().query_row("SELECT state FROM snapshots WHERE seq = ?1", [snap_seq], |r| r.get(0)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&state).unwrap();
+    let hist = v["history"].as_str().unwrap().to_string();
+    v["history"] = serde_json::Value::String(hist[..hist.len() - 64].to_string());
+    v["cap"] = serde_json::json!(12345);
+    j.conn()
+        .execute(
+            "UPDATE snapshots SET state = ?1 WHERE seq = ?2",
+            rusqlite::params![serde_json::to_vec(&v).unwrap(), snap_seq],
+        )
+        .unwrap();
+    drop(j);
+    let (seq, problem) = first_bad(&p);
+    assert_eq!(i64::try_from(seq).unwrap(), snap_seq, "{problem}");
+    assert!(problem.contains("snapshot"), "{problem}");
+    // A restore that would start from it (the first snapshot is at event 65) refuses rather than returning the forged state.
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    let e = j.view_at("s", 100).unwrap_err();
+    assert!(matches!(e, JournalError::Corrupt { .. }), "{e}");
+    assert!(j.state_at("s", 100).is_err());
+    // Snapshots are disposable: once the forged row is gone the restore is exact again.
+    j.conn().execute("DELETE FROM snapshots WHERE seq = ?1", [snap_seq]).unwrap();
+    assert_eq!(j.view_at("s", 100).unwrap(), want);
+    assert!(j.verify(None).unwrap().bad.is_empty());
+}
+
+#[test]
+fn a_tampered_snapshot_history_is_reported_and_never_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("snaphist.db");
+    let j = build_with_snapshots(&p);
+    let snap_seq: i64 = j.conn().query_row("SELECT max(seq) FROM snapshots", [], |r| r.get(0)).unwrap();
+    let history: Vec<u8> =
+        j.conn().query_row("SELECT history FROM snapshots WHERE seq = ?1", [snap_seq], |r| r.get(0)).unwrap();
+    let json = zstd::stream::decode_all(&history[..]).unwrap();
+    let forged = String::from_utf8(json).unwrap().replace("message 7\"", "forged!!!\"");
+    let forged = zstd::bulk::compress(forged.as_bytes(), 1).unwrap();
+    j.conn()
+        .execute("UPDATE snapshots SET history = ?1 WHERE seq = ?2", rusqlite::params![forged, snap_seq])
+        .unwrap();
+    drop(j);
+    let (seq, problem) = first_bad(&p);
+    assert_eq!(i64::try_from(seq).unwrap(), snap_seq, "{problem}");
+    assert!(problem.contains("snapshot"), "{problem}");
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    let e = j.head("s").unwrap_err();
+    assert!(matches!(e, JournalError::Corrupt { .. }), "{e}");
+    // Forging the hash the event records as well breaks the chain instead.
+    let digest: Vec<u8> = {
+        let state: Vec<u8> = j
+            .conn()
+            .query_row("SELECT state FROM snapshots WHERE seq = ?1", [snap_seq], |r| r.get(0))
+            .unwrap();
+        let mut h = blake3::Hasher::new();
+        h.update(b"salvage.snapshot/1\0");
+        for part in [&state[..], &forged[..]] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        h.finalize().as_bytes().to_vec()
+    };
+    drop(j);
+    sqlite3(
+        &p,
+        &format!(
+            "{NO_TRIGGERS} UPDATE events SET snapshot_hash = x'{}' WHERE seq = {snap_seq};",
+            digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        ),
+    );
+    let (seq, problem) = first_bad(&p);
+    assert_eq!(i64::try_from(seq).unwrap(), snap_seq, "{problem}");
+    assert!(problem.contains("hash does not match"), "{problem}");
+}
+
+#[test]
+fn a_redaction_reaches_restores_that_start_from_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("redact.db");
+    let mut j = build_with_snapshots(&p);
+    // Message 7 is in every snapshot's materialised history.
+    let hash = j.history_hashes("s", 8).unwrap()[6];
+    assert_eq!(j.messages_by_hash("s", 8, &[hash]).unwrap()[0].content, "message 7");
+    let body = EventBody::Redaction { keys: vec![], counts: Default::default() };
+    j.redact_messages("s", &[(hash, Message::user("[redacted]"))], NewEvent::new("red", ts(999), body))
+        .unwrap();
+    drop(j);
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    for seq in [8u64, 100, 150, 200, 201] {
+        let v = j.view_at("s", seq).unwrap();
+        assert_eq!(v.history[6].content, "[redacted]", "event {seq}");
+        assert!(v.history.iter().all(|m| m.content != "message 7"), "event {seq}");
+    }
+    assert!(j.verify(None).unwrap().bad.is_empty());
+}

@@ -4,6 +4,7 @@
 use crate::migrations::user_version;
 use crate::StoreError;
 use rusqlite::{Connection, OpenFlags};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::Duration;
 
@@ -20,37 +21,49 @@ const WAL_FRAME_APP_ID: usize = WAL_FRAME_HEADER + 68;
 /// Reads the database identity (application id, header offset 68) from the file and from the
 /// newest valid copy of page 1 in its `-wal`, without SQLite, and refuses a mismatch. The `-wal`
 /// is untrusted bytes: a page size SQLite could never write (not a power of two in 512..=65536) or a frame cut
-/// short ends the walk, and nothing is concluded from it.
+/// short ends the walk, and nothing is concluded from it. Only the frame headers (and the identity
+/// of a frame holding page 1) are read, not the pages: a live `-wal` stays megabytes long and
+/// every open, the cold readers of a restore included, passes here.
 pub(crate) fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
     let mut wal_path = path.as_os_str().to_owned();
     wal_path.push("-wal");
-    let Ok(wal) = std::fs::read(&wal_path) else { return Ok(()) };
+    let Ok(mut wal) = std::fs::File::open(&wal_path) else { return Ok(()) };
+    let wal_len = wal.metadata().map(|m| m.len()).unwrap_or(0);
     let Ok(mut f) = std::fs::File::open(path) else { return Ok(()) };
     let mut header = [0u8; 100];
-    if std::io::Read::read_exact(&mut f, &mut header).is_err() {
+    if f.read_exact(&mut header).is_err() {
         return Ok(());
     }
+    let mut wal_header = [0u8; 32];
     let Some(file_id) = be32(&header, 68) else { return Ok(()) };
-    if file_id == 0 || wal.len() < 32 || !matches!(be32(&wal, 0), Some(0x377f_0682 | 0x377f_0683)) {
+    if file_id == 0 || wal.read_exact(&mut wal_header).is_err() {
         return Ok(());
     }
-    let (Some(page_size), Some(salt1), Some(salt2)) = (be32(&wal, 8), be32(&wal, 16), be32(&wal, 20)) else {
+    if !matches!(be32(&wal_header, 0), Some(0x377f_0682 | 0x377f_0683)) {
+        return Ok(());
+    }
+    let (Some(page_size), Some(salt1), Some(salt2)) =
+        (be32(&wal_header, 8), be32(&wal_header, 16), be32(&wal_header, 20))
+    else {
         return Ok(());
     };
-    let page_size = usize::try_from(page_size).unwrap_or(0);
     if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
         return Ok(());
     }
-    let frame_len = WAL_FRAME_HEADER.saturating_add(page_size);
+    let frame_len = u64::from(page_size).saturating_add(u64::try_from(WAL_FRAME_HEADER).unwrap_or(u64::MAX));
     let mut wal_id = None;
-    let mut at: usize = 32;
-    while let Some(frame) = at.checked_add(frame_len).and_then(|end| wal.get(at..end)) {
-        let (pgno, s1, s2) = (be32(frame, 0), be32(frame, 8), be32(frame, 12));
+    let mut at: u64 = 32;
+    let mut frame = [0u8; WAL_FRAME_APP_ID + 4];
+    while at.checked_add(frame_len).is_some_and(|end| end <= wal_len) {
+        if wal.seek(SeekFrom::Start(at)).and_then(|_| wal.read_exact(&mut frame)).is_err() {
+            break;
+        }
+        let (pgno, s1, s2) = (be32(&frame, 0), be32(&frame, 8), be32(&frame, 12));
         if s1 != Some(salt1) || s2 != Some(salt2) {
             break;
         }
         if pgno == Some(1) {
-            wal_id = be32(frame, WAL_FRAME_APP_ID);
+            wal_id = be32(&frame, WAL_FRAME_APP_ID);
         }
         at = at.saturating_add(frame_len);
     }
@@ -97,7 +110,7 @@ pub(crate) fn inspect(path: &Path) -> Result<Found, StoreError> {
     let mut header = [0u8; 16];
     let mut f = std::fs::File::open(path)
         .map_err(|source| StoreError::Create { path: path.to_path_buf(), source })?;
-    if std::io::Read::read_exact(&mut f, &mut header).is_err() || &header != b"SQLite format 3\0" {
+    if f.read_exact(&mut header).is_err() || &header != b"SQLite format 3\0" {
         return Err(open_err(rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
             Some("file is not a database".into()),

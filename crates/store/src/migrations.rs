@@ -31,6 +31,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0004_redactions_capture_ids.sql",
         sql: include_str!("../../../migrations/0004_redactions_capture_ids.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_history_snapshots.sql",
+        sql: include_str!("../../../migrations/0005_history_snapshots.sql"),
+    },
 ];
 
 /// The schema version this build writes.

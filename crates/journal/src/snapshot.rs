@@ -1,0 +1,385 @@
+//! Snapshots: the state after an event and the decoded history at it, so a restore reads a few
+//! rows, decompresses and parses once, and applies only the few splices after it (instead of one
+//! keyed lookup, hash check and parse per message).
+//!
+//! A snapshot row holds the state's JSON and its history as zstd frames of the messages' stored
+//! JSON joined by commas (the inside of a JSON array). Design decision (incremental snapshots):
+//! a snapshot extends a base — the latest snapshot at or before it whose history is a prefix of
+//! its own — and holds only a skippable frame naming the base and one frame of the messages after
+//! it, so each message is read, hash-checked and compressed once and snapshot work grows linearly
+//! with the session (re-compressing the whole history at every snapshot made batched appends five
+//! times slower). A chain is at most [`MAX_CHAIN`] rows: the snapshot that would make it longer
+//! holds the chain's frames again, copied as they are (nothing recompressed), so a restore reads
+//! at most that many rows, decompresses every frame into one buffer and parses one array. A
+//! history that is not an extension of the latest snapshot's (a rewrite, a rewind) is one frame.
+//!
+//! Design decision (integrity): the event a snapshot is taken at records the snapshot's BLAKE3
+//! ([`digest`], over the state and the stored history bytes) in its `snapshot_hash` column, which
+//! the event hash chain covers. A restore checks every row of a chain it reads against that hash
+//! and refuses one that differs (a snapshot edited behind the journal's back would otherwise
+//! change what a restore returns unnoticed), and `journal verify` checks every snapshot row the
+//! same way, so a tampered row is caught by both; changing the recorded hash instead breaks the
+//! chain, which verify reports. Message hashes are checked when a message enters a snapshot and
+//! by `journal verify`, not on restores through a snapshot: the snapshot's hash vouches for those
+//! bytes, and checking it costs one BLAKE3 pass over the compressed bytes, a fraction of
+//! re-hashing every message. Snapshots stay disposable: a row that is missing (deleted, or dropped
+//! by a redaction of a message it holds) is folded past, and a chain missing a row is read row by
+//! row; a row at an event that records no snapshot hash is never read (migration 0005 dropped the
+//! unvouched state snapshots written before).
+
+use crate::error::{i, sql, stored_hash, JournalError};
+use crate::messages::{fetch_raw, is_redacted, message_hash};
+use crate::state::{hex, MsgHash, State, REDUCER_VERSION};
+use rusqlite::{params, Connection, OptionalExtension};
+use salvage_types::Message;
+use std::collections::HashMap;
+
+/// zstd level of the history blob: level 1 compresses about as well as 3 on chat text and
+/// twice as fast, and decompression speed does not depend on the level.
+const LEVEL: i32 = 1;
+
+/// A delta snapshot's history starts with a skippable zstd frame (decoders pass over it) with this
+/// magic number, holding its base snapshot's seq.
+const BASE_MAGIC: u32 = 0x184D_2A5A;
+/// The most rows a history is spread over: the snapshot that would make a chain longer holds
+/// its whole history again (the chain's frames copied as they are, nothing recompressed).
+pub(crate) const MAX_CHAIN: usize = 16;
+
+/// A snapshot as written: the state's JSON, the compressed history, and the digest the event
+/// records.
+pub(crate) struct Written {
+    /// The state's JSON.
+    pub state: Vec<u8>,
+    /// The history's compressed JSON array.
+    pub history: Vec<u8>,
+    /// [`digest`] of both.
+    pub hash: [u8; 32],
+}
+
+/// A snapshot as read back (verified): the state, and the compressed history.
+pub(crate) struct Read {
+    /// The event it was taken at.
+    pub seq: u64,
+    /// The state after it.
+    pub state: State,
+    /// The history's compressed JSON array.
+    pub history: Vec<u8>,
+}
+
+/// BLAKE3 over a snapshot's stored bytes, each length-prefixed.
+pub(crate) fn digest(state: &[u8], history: &[u8]) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"salvage.snapshot/1\0");
+    for part in [state, history] {
+        h.update(&u64::try_from(part.len()).unwrap_or(u64::MAX).to_le_bytes());
+        h.update(part);
+    }
+    *h.finalize().as_bytes()
+}
+
+/// The stored JSON of the messages `hashes`, joined by commas (the inside of a JSON array). Each
+/// is checked against its hash here, once, as it enters a snapshot (a body that differs is
+/// accepted only for a redacted message): restores through the snapshot then rely on the
+/// snapshot's own hash, which the chain covers.
+fn joined(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Result<Vec<u8>, JournalError> {
+    let mut unique = hashes.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    let raw: HashMap<MsgHash, Vec<u8>> = fetch_raw(conn, session, seq, &unique)?.into_iter().collect();
+    for (h, json) in &raw {
+        if message_hash(json) != *h && !is_redacted(conn, h)? {
+            return Err(JournalError::corrupt(
+                session,
+                seq,
+                format!("message {} does not match its hash", hex(h)),
+            ));
+        }
+    }
+    let total: usize = raw.values().map(Vec::len).fold(0, usize::saturating_add);
+    let mut out = Vec::with_capacity(total.saturating_add(hashes.len()));
+    for (n, h) in hashes.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        let json = raw
+            .get(h)
+            .ok_or_else(|| JournalError::corrupt(session, seq, format!("message {} is missing", hex(h))))?;
+        out.extend_from_slice(json);
+    }
+    Ok(out)
+}
+
+/// The latest verified snapshot of the session at or before `seq` whose history is a prefix of
+/// `history`: the base a new snapshot extends. A row that fails its check is not used (verify
+/// reports it); the new snapshot is then built in full.
+fn base(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    hashes: &[MsgHash],
+) -> Result<Option<Read>, JournalError> {
+    type BaseRow = (i64, Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+    let row: Option<BaseRow> = conn
+        .prepare_cached(
+            "SELECT s.seq, s.state, s.history, e.snapshot_hash FROM snapshots AS s
+             JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.seq
+             WHERE s.session_id = ?1 AND s.seq <= ?2 AND s.reducer_version = ?3
+             ORDER BY s.seq DESC LIMIT 1",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![session, i(seq), REDUCER_VERSION], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()
+        })
+        .map_err(sql("snapshot"))?;
+    let Some((at, state, history, Some(recorded))) = row else { return Ok(None) };
+    let Ok(at) = u64::try_from(at) else { return Ok(None) };
+    match verified(session, at, state, history, &recorded) {
+        Ok(r) if hashes.starts_with(&r.state.history) && raw_len(&r.history).is_some() => Ok(Some(r)),
+        _ => Ok(None),
+    }
+}
+
+/// Builds the snapshot of `state` (taken at `seq` of `session`), incrementally. Its base is the
+/// latest snapshot whose history is a prefix of this one: the new row then holds only a frame
+/// naming the base and the messages after it, compressed as one more frame, so every message is
+/// read and compressed once. A history spread over [`MAX_CHAIN`] rows is written whole instead
+/// (the chain's frames copied as they are). Without a usable base the history is one frame.
+/// Either way it decodes to exactly what a row-by-row restore returns (the stored JSON).
+pub(crate) fn build(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    state: &State,
+) -> Result<Written, JournalError> {
+    let (mut history, from) = match base(conn, session, seq, &state.history)? {
+        Some(b) => match bases(conn, session, &b) {
+            Ok(Some(rows)) if rows.len() < MAX_CHAIN.saturating_sub(1) => {
+                (base_frame(b.seq), b.state.history.len())
+            }
+            Ok(Some(rows)) => {
+                let mut whole = Vec::new();
+                for h in rows.iter().chain(std::iter::once(&b.history)) {
+                    whole.extend_from_slice(frames(h));
+                }
+                (whole, b.state.history.len())
+            }
+            _ => (Vec::new(), 0),
+        },
+        None => (Vec::new(), 0),
+    };
+    let tail = state.history.get(from..).unwrap_or_default();
+    if !tail.is_empty() {
+        let mut text = if from > 0 { vec![b','] } else { Vec::new() };
+        text.extend_from_slice(&joined(conn, session, seq, tail)?);
+        let frame = zstd::bulk::compress(&text, LEVEL)
+            .map_err(|e| JournalError::Invalid(format!("session {session}, event {seq}: snapshot: {e}")))?;
+        history.extend_from_slice(&frame);
+    }
+    let state = serde_json::to_vec(state).map_err(|e| JournalError::Invalid(e.to_string()))?;
+    let hash = digest(&state, &history);
+    Ok(Written { state, history, hash })
+}
+
+/// The skippable frame naming a delta's base.
+fn base_frame(base: u64) -> Vec<u8> {
+    let mut f = Vec::with_capacity(16);
+    f.extend_from_slice(&BASE_MAGIC.to_le_bytes());
+    f.extend_from_slice(&8u32.to_le_bytes());
+    f.extend_from_slice(&base.to_le_bytes());
+    f
+}
+
+/// The base a delta's history names, if it is a delta.
+fn base_of(blob: &[u8]) -> Option<u64> {
+    let word = |r: std::ops::Range<usize>| blob.get(r).and_then(|b| <[u8; 4]>::try_from(b).ok());
+    if word(0..4).map(u32::from_le_bytes) != Some(BASE_MAGIC) || word(4..8).map(u32::from_le_bytes) != Some(8)
+    {
+        return None;
+    }
+    blob.get(8..16).and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_le_bytes)
+}
+
+/// A history's frames of messages (without the frame naming its base).
+fn frames(blob: &[u8]) -> &[u8] {
+    match base_of(blob) {
+        Some(_) => blob.get(16..).unwrap_or_default(),
+        None => blob,
+    }
+}
+
+/// The history blobs of the rows `snap`'s history continues, oldest (the whole one) first, each
+/// row checked against the hash its event records; `None` when one is gone (dropped by a
+/// redaction, or deleted).
+fn bases(conn: &Connection, session: &str, snap: &Read) -> Result<Option<Vec<Vec<u8>>>, JournalError> {
+    let mut rows: Vec<Vec<u8>> = Vec::new();
+    let mut next = base_of(&snap.history).map(|b| (snap.seq, b));
+    while let Some((at, b)) = next {
+        if b >= at || rows.len() >= MAX_CHAIN {
+            return Err(JournalError::corrupt(
+                session,
+                at,
+                format!("snapshot names base {b}, not an earlier one"),
+            ));
+        }
+        let Some((_, history)) = checked_row(conn, session, b)? else { return Ok(None) };
+        next = base_of(&history).map(|nb| (b, nb));
+        rows.push(history);
+    }
+    rows.reverse();
+    Ok(Some(rows))
+}
+
+/// The decompressed length of a history blob: the sum of its frames' recorded content sizes
+/// (`None` when a frame does not record its size or the blob is not a sequence of frames).
+fn raw_len(blob: &[u8]) -> Option<usize> {
+    let mut rest = blob;
+    let mut total = 0usize;
+    while !rest.is_empty() {
+        let size = zstd::zstd_safe::get_frame_content_size(rest).ok().flatten()?;
+        total = total.checked_add(usize::try_from(size).ok()?)?;
+        let frame = zstd::zstd_safe::find_frame_compressed_size(rest).ok()?;
+        rest = rest.get(frame..).filter(|_| frame > 0)?;
+    }
+    Some(total)
+}
+
+/// Stores a built snapshot (its event, carrying its hash, is in the same transaction).
+pub(crate) fn write(conn: &Connection, session: &str, seq: u64, w: &Written) -> Result<(), JournalError> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO snapshots (session_id, seq, reducer_version, state, history) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut st| st.execute(params![session, i(seq), REDUCER_VERSION, w.state, w.history]))
+    .map_err(sql("snapshot"))?;
+    Ok(())
+}
+
+/// The snapshot after `seq`, if one of this reducer version is stored with the hash its event
+/// records. A row whose bytes differ from that hash, or that does not decode, is corruption.
+pub(crate) fn read(conn: &Connection, session: &str, seq: u64) -> Result<Option<Read>, JournalError> {
+    let Some((state, history)) = checked_row(conn, session, seq)? else { return Ok(None) };
+    Ok(Some(Read { seq, state: decode_state(session, seq, &state)?, history }))
+}
+
+/// A snapshot row's stored state and history.
+type RowBytes = (Vec<u8>, Vec<u8>);
+
+/// The state and history bytes of the snapshot after `seq`, checked against the hash its event
+/// records (the state not decoded: a chain's bases need only their frames).
+fn checked_row(conn: &Connection, session: &str, seq: u64) -> Result<Option<RowBytes>, JournalError> {
+    type SnapRow = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+    let row: Option<SnapRow> = conn
+        .prepare_cached(
+            "SELECT s.state, s.history, e.snapshot_hash FROM snapshots AS s
+             JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.seq
+             WHERE s.session_id = ?1 AND s.seq = ?2 AND s.reducer_version = ?3",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![session, i(seq), REDUCER_VERSION], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()
+        })
+        .map_err(sql("restore"))?;
+    let Some((state, history, Some(recorded))) = row else { return Ok(None) };
+    vouched(session, seq, &state, &history, &recorded)?;
+    Ok(Some((state, history)))
+}
+
+/// A snapshot row checked against the hash its event records, its state decoded.
+fn verified(
+    session: &str,
+    seq: u64,
+    state: Vec<u8>,
+    history: Vec<u8>,
+    recorded: &[u8],
+) -> Result<Read, JournalError> {
+    vouched(session, seq, &state, &history, recorded)?;
+    Ok(Read { seq, state: decode_state(session, seq, &state)?, history })
+}
+
+/// Refuses a snapshot's bytes unless they hash to what its event records.
+fn vouched(
+    session: &str,
+    seq: u64,
+    state: &[u8],
+    history: &[u8],
+    recorded: &[u8],
+) -> Result<(), JournalError> {
+    let recorded = stored_hash(session, seq, "snapshot_hash", recorded)?;
+    match check(state, history, &recorded) {
+        Some(problem) => Err(JournalError::corrupt(session, seq, problem)),
+        None => Ok(()),
+    }
+}
+
+/// A snapshot's state.
+fn decode_state(session: &str, seq: u64, state: &[u8]) -> Result<State, JournalError> {
+    serde_json::from_slice::<State>(state)
+        .map_err(|e| JournalError::corrupt(session, seq, format!("snapshot state does not decode: {e}")))
+}
+
+/// Why a snapshot's bytes do not match the hash its event records, if they do not.
+pub(crate) fn check(state: &[u8], history: &[u8], recorded: &[u8; 32]) -> Option<String> {
+    (digest(state, history) != *recorded)
+        .then(|| "snapshot does not match the hash its event records (it was edited)".to_string())
+}
+
+/// Decodes a snapshot's history: exactly its state's messages, or `None` when a row of its chain
+/// is gone. The frames of every row decompress into one buffer between the array's brackets,
+/// which is parsed once.
+pub(crate) fn decode_history(
+    conn: &Connection,
+    session: &str,
+    snap: &Read,
+) -> Result<Option<Vec<Message>>, JournalError> {
+    let corrupt = |p: String| JournalError::corrupt(session, snap.seq, p);
+    let Some(rows) = bases(conn, session, snap)? else { return Ok(None) };
+    let blobs: Vec<&[u8]> = rows.iter().chain(std::iter::once(&snap.history)).map(|h| frames(h)).collect();
+    let mut sizes = Vec::with_capacity(blobs.len());
+    for b in &blobs {
+        sizes.push(raw_len(b).ok_or_else(|| corrupt("snapshot history is not zstd frames".into()))?);
+    }
+    let len = sizes.iter().fold(0usize, |a, n| a.saturating_add(*n));
+    let mut json = vec![0u8; len.saturating_add(2)];
+    let mut at = 1usize;
+    for (b, n) in blobs.iter().zip(sizes) {
+        let end = at.saturating_add(n);
+        if let Some(out) = json.get_mut(at..end).filter(|_| n > 0) {
+            let got = zstd::zstd_safe::decompress(out, b).map_err(|e| {
+                corrupt(format!(
+                    "snapshot history does not decompress: {}",
+                    zstd::zstd_safe::get_error_name(e)
+                ))
+            })?;
+            if got != n {
+                return Err(corrupt(format!("snapshot history holds {got} bytes, not {n}")));
+            }
+        }
+        at = end;
+    }
+    if let Some(close) = json.last_mut() {
+        *close = b']';
+    }
+    if let Some(open) = json.first_mut() {
+        *open = b'[';
+    }
+    let msgs: Vec<Message> = serde_json::from_slice(&json)
+        .map_err(|e| corrupt(format!("snapshot history does not decode: {e}")))?;
+    if msgs.len() != snap.state.history.len() {
+        return Err(corrupt(format!(
+            "snapshot history has {} messages, its state {}",
+            msgs.len(),
+            snap.state.history.len()
+        )));
+    }
+    Ok(Some(msgs))
+}
+
+/// Drops every snapshot whose history holds message `hash` (its content was just redacted; the
+/// state's hash list is hex, so a match on the hex text finds them all, and a rare match across
+/// two hashes only drops a disposable row too many).
+pub(crate) fn drop_holding(conn: &Connection, hash: &MsgHash) -> Result<(), JournalError> {
+    conn.execute("DELETE FROM snapshots WHERE instr(CAST(state AS TEXT), ?1) > 0", [hex(hash)])
+        .map(|_| ())
+        .map_err(sql("redact"))
+}
