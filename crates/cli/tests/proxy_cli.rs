@@ -96,6 +96,25 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime")
 }
 
+/// A plain-HTTP loopback upstream enforcing `cap` (on its own runtime), its URL, and a temporary
+/// folder holding the journal's path. The runtime and the folder live as long as the value.
+struct Setup {
+    _rt: tokio::runtime::Runtime,
+    up: loopback::Upstream,
+    upstream: String,
+    dir: tempfile::TempDir,
+    db: std::path::PathBuf,
+}
+
+fn plain_upstream(cap: usize) -> Setup {
+    let rt = runtime();
+    let up = rt.block_on(loopback::start(cap, None)).expect("upstream");
+    let upstream = format!("http://{}", up.addr);
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = dir.path().join("s.db");
+    Setup { _rt: rt, up, upstream, dir, db }
+}
+
 fn base_url(proxy_or_upstream: &str, which: &str) -> String {
     match which {
         "anthropic" => proxy_or_upstream.to_string(),
@@ -124,11 +143,7 @@ fn help_names_the_client_environment_variables() {
 
 #[test]
 fn sdk_responses_are_byte_identical_through_the_proxy_and_every_turn_is_journaled() {
-    let rt = runtime();
-    let up = rt.block_on(loopback::start(1 << 20, None)).expect("upstream");
-    let upstream = format!("http://{}", up.addr);
-    let dir = tempfile::tempdir().expect("tmp");
-    let db = dir.path().join("s.db");
+    let Setup { _rt, up: _up, upstream, dir: _dir, db } = plain_upstream(1 << 20);
     let proxy = ProxyProc::start(&upstream, &db, &[]);
     let mut n = 0;
     for which in ["anthropic", "openai", "openai-responses"] {
@@ -217,12 +232,8 @@ fn captures(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn failures_pass_through_unchanged_and_their_captures_replay_to_the_same_class() {
-    let rt = runtime();
     let cap = 150_000;
-    let up = rt.block_on(loopback::start(cap, None)).expect("upstream");
-    let upstream = format!("http://{}", up.addr);
-    let dir = tempfile::tempdir().expect("tmp");
-    let db = dir.path().join("s.db");
+    let Setup { _rt, up: _up, upstream, dir, db } = plain_upstream(cap);
     let caps = dir.path().join("captures");
     let proxy = ProxyProc::start(&upstream, &db, &["--captures", caps.to_str().expect("utf-8")]);
     let cases = [
@@ -290,12 +301,8 @@ fn failures_pass_through_unchanged_and_their_captures_replay_to_the_same_class()
 
 #[test]
 fn with_recover_the_sdk_call_succeeds_and_the_journal_shows_the_rung() {
-    let rt = runtime();
     let cap = 150_000;
-    let up = rt.block_on(loopback::start(cap, None)).expect("upstream");
-    let upstream = format!("http://{}", up.addr);
-    let dir = tempfile::tempdir().expect("tmp");
-    let db = dir.path().join("s.db");
+    let Setup { _rt, up, upstream, dir, db } = plain_upstream(cap);
     let proxy = ProxyProc::start(
         &upstream,
         &db,

@@ -204,24 +204,34 @@ fn state_at_every_event_is_exact() {
     assert_eq!(j2.events("s", 0, 10_000).unwrap().len() as u64, head);
 }
 
-#[test]
-fn many_events_use_snapshots_and_stay_exact() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("j.db");
-    let mut j = Journal::open(&path, &Options::default()).unwrap();
+/// A session `s` in a fresh file whose events 2..=n+1 each append the message `message(n)`; the
+/// messages appended, in order.
+fn appended_session(path: &std::path::Path, n: u64, message: impl Fn(u64) -> Message) -> Vec<Message> {
+    let mut j = Journal::open(path, &Options::default()).unwrap();
     j.start_session("s", "", NewEvent::new("e0", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
     let mut live = Vec::new();
-    for n in 1..=400u64 {
-        let m = Message::user(if n % 3 == 0 { "same".to_string() } else { format!("m{n}") });
+    for i in 1..=n {
+        let m = message(i);
         live.push(m.clone());
         j.append(
             "s",
             None,
-            vec![NewEvent::new(format!("e{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+            vec![NewEvent::new(format!("e{i}"), ts(i), EventBody::MessageAppended { count: 1 })
                 .with_history(HistoryChange::Append(vec![m]))],
         )
         .unwrap();
     }
+    live
+}
+
+#[test]
+fn many_events_use_snapshots_and_stay_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    let live = appended_session(&path, 400, |n| {
+        Message::user(if n % 3 == 0 { "same".to_string() } else { format!("m{n}") })
+    });
+    let j = Journal::open(&path, &Options::default()).unwrap();
     let snaps: i64 = j.conn().query_row("SELECT count(*) FROM snapshots", [], |r| r.get(0)).unwrap();
     assert!(snaps >= 6, "{snaps} snapshots");
     drop(j);
@@ -296,21 +306,9 @@ fn a_snapshot_of_a_large_history_restores_exactly() {
     // ~1.3 MB of history in one snapshot blob.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.db");
-    let mut j = Journal::open(&path, &Options::default()).unwrap();
-    j.start_session("s", "", NewEvent::new("e0", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
-    let mut live = Vec::new();
-    for n in 1..=300u64 {
-        let m = Message::user(format!("{n} {}", "x".repeat(4000 + usize::try_from(n).unwrap())));
-        live.push(m.clone());
-        j.append(
-            "s",
-            None,
-            vec![NewEvent::new(format!("e{n}"), ts(n), EventBody::MessageAppended { count: 1 })
-                .with_history(HistoryChange::Append(vec![m]))],
-        )
-        .unwrap();
-    }
-    drop(j);
+    let live = appended_session(&path, 300, |n| {
+        Message::user(format!("{n} {}", "x".repeat(4000 + usize::try_from(n).unwrap())))
+    });
     let j = Journal::open(&path, &Options::default()).unwrap();
     let big: i64 =
         j.conn().query_row("SELECT count(*) FROM snapshots WHERE seq = 257", [], |r| r.get(0)).unwrap();

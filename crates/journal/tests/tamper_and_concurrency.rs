@@ -156,26 +156,35 @@ fn child(spec: &str) {
     }
 }
 
-#[test]
-fn two_processes_one_session_one_winner() {
+/// In a child process (the test binary run again with `CHILD` set): runs the child's part and
+/// returns `None`. In the parent: a fresh database of `events` events.
+fn parent_or_child(file: &str, events: u64) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
     if let Ok(spec) = std::env::var(CHILD) {
         child(&spec);
-        return;
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("r.db");
-    build(&p, 3);
-    let exe = std::env::current_exe().unwrap();
+    let p = dir.path().join(file);
+    build(&p, events);
+    Some((dir, p))
+}
+
+/// This test binary, running only `test` as a child with `spec`, its stdout piped.
+fn spawn_child(test: &str, spec: String) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(CHILD, spec)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn two_processes_one_session_one_winner() {
+    let Some((_dir, p)) = parent_or_child("r.db", 3) else { return };
     let kids: Vec<_> = ["a", "b"]
         .iter()
-        .map(|w| {
-            Command::new(&exe)
-                .args(["--exact", "two_processes_one_session_one_winner", "--nocapture", "--test-threads=1"])
-                .env(CHILD, format!("race|{}|{w}", p.display()))
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|w| spawn_child("two_processes_one_session_one_winner", format!("race|{}|{w}", p.display())))
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(300));
     std::fs::write(p.with_extension("go"), b"go").unwrap();
@@ -191,27 +200,11 @@ fn two_processes_one_session_one_winner() {
 
 #[test]
 fn a_killed_writer_leaves_every_committed_event_intact() {
-    if let Ok(spec) = std::env::var(CHILD) {
-        child(&spec);
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("k.db");
-    build(&p, 1);
-    let exe = std::env::current_exe().unwrap();
+    let Some((_dir, p)) = parent_or_child("k.db", 1) else { return };
     let mut committed = 0u64;
     for round in 0..5 {
-        let mut k = Command::new(&exe)
-            .args([
-                "--exact",
-                "a_killed_writer_leaves_every_committed_event_intact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD, format!("crash|{}|w{round}", p.display()))
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let spec = format!("crash|{}|w{round}", p.display());
+        let mut k = spawn_child("a_killed_writer_leaves_every_committed_event_intact", spec);
         std::thread::sleep(std::time::Duration::from_millis(150 + 37 * round));
         k.kill().unwrap(); // SIGKILL
         let out = String::from_utf8(k.wait_with_output().unwrap().stdout).unwrap();

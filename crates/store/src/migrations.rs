@@ -13,29 +13,24 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
+/// A shipped migration: its version and the file under `migrations/` it is read from at build time.
+macro_rules! migration {
+    ($version:literal, $name:literal) => {
+        Migration {
+            version: $version,
+            name: $name,
+            sql: include_str!(concat!("../../../migrations/", $name)),
+        }
+    };
+}
+
 /// Every shipped migration, in order. Shipped migrations are frozen (see `migrations/checksums.txt`).
 pub const MIGRATIONS: &[Migration] = &[
-    Migration { version: 1, name: "0001_ccr.sql", sql: include_str!("../../../migrations/0001_ccr.sql") },
-    Migration {
-        version: 2,
-        name: "0002_journal.sql",
-        sql: include_str!("../../../migrations/0002_journal.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "0003_session_deletion.sql",
-        sql: include_str!("../../../migrations/0003_session_deletion.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "0004_redactions_capture_ids.sql",
-        sql: include_str!("../../../migrations/0004_redactions_capture_ids.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "0005_history_snapshots.sql",
-        sql: include_str!("../../../migrations/0005_history_snapshots.sql"),
-    },
+    migration!(1, "0001_ccr.sql"),
+    migration!(2, "0002_journal.sql"),
+    migration!(3, "0003_session_deletion.sql"),
+    migration!(4, "0004_redactions_capture_ids.sql"),
+    migration!(5, "0005_history_snapshots.sql"),
 ];
 
 /// The schema version this build writes.
