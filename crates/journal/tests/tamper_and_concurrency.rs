@@ -316,6 +316,17 @@ fn build_with_snapshots(path: &Path) -> Journal {
     j
 }
 
+/// Overwrites `column` of the snapshot row at `seq` behind the journal's back (the snapshots table
+/// has no triggers), closes the handle, and checks that verify names that row first.
+fn forge_snapshot(j: Journal, p: &Path, column: &str, seq: i64, bytes: &[u8]) {
+    let sql = format!("UPDATE snapshots SET {column} = ?1 WHERE seq = ?2");
+    j.conn().execute(&sql, rusqlite::params![bytes, seq]).unwrap();
+    drop(j);
+    let (bad, problem) = first_bad(p);
+    assert_eq!(i64::try_from(bad).unwrap(), seq, "{problem}");
+    assert!(problem.contains("snapshot"), "{problem}");
+}
+
 #[test]
 fn a_tampered_snapshot_state_is_reported_and_never_restored() {
     let dir = tempfile::tempdir().unwrap();
@@ -331,16 +342,7 @@ fn a_tampered_snapshot_state_is_reported_and_never_restored() {
     let hist = v["history"].as_str().unwrap().to_string();
     v["history"] = serde_json::Value::String(hist[..hist.len() - 64].to_string());
     v["cap"] = serde_json::json!(12345);
-    j.conn()
-        .execute(
-            "UPDATE snapshots SET state = ?1 WHERE seq = ?2",
-            rusqlite::params![serde_json::to_vec(&v).unwrap(), snap_seq],
-        )
-        .unwrap();
-    drop(j);
-    let (seq, problem) = first_bad(&p);
-    assert_eq!(i64::try_from(seq).unwrap(), snap_seq, "{problem}");
-    assert!(problem.contains("snapshot"), "{problem}");
+    forge_snapshot(j, &p, "state", snap_seq, &serde_json::to_vec(&v).unwrap());
     // A restore that would start from it (the first snapshot is at event 65) refuses rather than returning the forged state.
     let j = Journal::open(&p, &Options::default()).unwrap();
     let e = j.view_at("s", 100).unwrap_err();
@@ -363,13 +365,7 @@ fn a_tampered_snapshot_history_is_reported_and_never_restored() {
     let json = zstd::stream::decode_all(&history[..]).unwrap();
     let forged = String::from_utf8(json).unwrap().replace("message 7\"", "forged!!!\"");
     let forged = zstd::bulk::compress(forged.as_bytes(), 1).unwrap();
-    j.conn()
-        .execute("UPDATE snapshots SET history = ?1 WHERE seq = ?2", rusqlite::params![forged, snap_seq])
-        .unwrap();
-    drop(j);
-    let (seq, problem) = first_bad(&p);
-    assert_eq!(i64::try_from(seq).unwrap(), snap_seq, "{problem}");
-    assert!(problem.contains("snapshot"), "{problem}");
+    forge_snapshot(j, &p, "history", snap_seq, &forged);
     let j = Journal::open(&p, &Options::default()).unwrap();
     let e = j.head("s").unwrap_err();
     assert!(matches!(e, JournalError::Corrupt { .. }), "{e}");
