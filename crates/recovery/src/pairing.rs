@@ -63,8 +63,11 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
     for (i, item) in items.iter().enumerate() {
         let m = &item.msg;
         match m.role {
-            // A result of a call the provider holds (a chained response) pairs upstream.
-            Role::Tool if m.meta.call_held_upstream => out.push(item.clone()),
+            // A result of a call the provider holds (a chained response) pairs upstream; one a
+            // call of this history claimed was placed with that call already.
+            Role::Tool if m.meta.call_held_upstream && claimed.get(i) != Some(&true) => {
+                out.push(item.clone())
+            }
             Role::Tool => {
                 if claimed.get(i) != Some(&true) {
                     report.orphans = report.orphans.saturating_add(1);
