@@ -69,7 +69,7 @@ fn put_row(plan: &Plan, items: &[Vec<u8>], dir: &std::path::Path) -> anyhow::Res
         "ccr put, 4-256 KB items",
         "blake3 + zstd-3 compress",
         put.speed_ratio(),
-        0.7,
+        0.8,
         format!("{:.0} MB/s vs {:.0} MB/s raw", mbps(total, put.ours), mbps(total, put.baseline)),
     ))
 }
@@ -109,7 +109,7 @@ fn get_rows(plan: &Plan, items: &[Vec<u8>], dir: &std::path::Path) -> anyhow::Re
             "ccr get-and-verify, 4-256 KB items",
             "zstd decompress + blake3",
             get.speed_ratio(),
-            0.7,
+            0.8,
             format!("{:.0} MB/s vs {:.0} MB/s raw", mbps(total, get.ours), mbps(total, get.baseline)),
         ),
         Row::info(
