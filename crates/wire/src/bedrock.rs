@@ -13,14 +13,20 @@
 use crate::anthropic::Add;
 use crate::conv::{self, without, Runs};
 use crate::shape::{self, finish, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
-use crate::{kind, Cx, Imported};
+use crate::{Cx, Imported};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Image, Message, Role, ToolCall};
-use salvage_types::History;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
 const F: RequestFormat = RequestFormat::Bedrock;
+
+/// The body's shape around its messages.
+const BODY: conv::SystemBeside = conv::SystemBeside {
+    format: F,
+    missing: "missing (a Bedrock Converse body has a messages array)",
+    text: false,
+};
 
 /// Builds Converse blocks.
 pub(crate) struct Bedrock;
@@ -59,25 +65,10 @@ impl Shape for Bedrock {
 
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
     let top = cx.obj(body, "(top level)")?;
-    let mut history = History::new();
-    let mut modeled = vec!["messages"];
-    match top.get("system") {
-        Some(Value::Array(blocks)) if !blocks.is_empty() => {
-            history.push(system(cx, blocks)?);
-            modeled.push("system");
-        }
-        None | Some(Value::Null | Value::Array(_)) => {}
-        Some(v) => return Err(cx.err("system", format!("expected an array of blocks, found {}", kind(v)))),
-    }
-    let missing = "missing (a Bedrock Converse body has a messages array)";
     let read = |m: &Value, path: &str| message(cx, m, path);
-    history.extend(conv::message_list(cx, top, ("messages", missing), read, F, default_template)?);
-    Ok(Imported {
-        history,
-        model: top.get("modelId").and_then(Value::as_str).map(str::to_string),
-        provider: Some("bedrock".to_string()),
-        request: Some(conv::request_of(F, body, top, &modeled)),
-    })
+    let (history, request) = BODY.read((cx, body, top), |blocks| system(cx, blocks), read, default_template)?;
+    let model = top.get("modelId").and_then(Value::as_str).map(str::to_string);
+    Ok(Imported { history, model, provider: Some("bedrock".to_string()), request: Some(request) })
 }
 
 fn system(cx: &Cx<'_>, blocks: &[Value]) -> Result<Message, CaptureError> {

@@ -4,9 +4,10 @@
 //! message — and the later ones *join* the first when the body is rebuilt.
 
 use crate::shape::{finish, Draft};
-use crate::Cx;
+use crate::{kind, Cx};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Message, Role};
+use salvage_types::History;
 use serde_json::{Map, Value};
 
 /// Splits one provider message into drafts.
@@ -133,6 +134,46 @@ pub(crate) fn message_list(
         }
     }
     Ok(out)
+}
+
+/// A body whose `system` field stands beside its `messages` list (Anthropic Messages, Bedrock
+/// Converse): its format, what the error says when `messages` is missing, and whether `system`
+/// may be a plain string besides an array of blocks.
+pub(crate) struct SystemBeside {
+    pub format: RequestFormat,
+    pub missing: &'static str,
+    pub text: bool,
+}
+
+impl SystemBeside {
+    /// The history (the system message first, when `system` has one) and the request besides
+    /// it. An absent, null or empty `system` is no message; an array of blocks is read by
+    /// `system`; a string is a plain system message where the format allows one; anything else
+    /// is an error naming the field. Each message is read by `read` (see [`message_list`]).
+    pub(crate) fn read(
+        &self,
+        (cx, body, top): (&Cx<'_>, &Value, &Map<String, Value>),
+        system: impl FnOnce(&[Value]) -> Result<Message, CaptureError>,
+        read: impl FnMut(&Value, &str) -> Result<Vec<Draft>, CaptureError>,
+        default: fn(&Message) -> (Value, bool),
+    ) -> Result<(History, Request), CaptureError> {
+        let first = match top.get("system") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if self.text => (!s.is_empty()).then(|| Message::system(s.clone())),
+            Some(Value::Array(blocks)) => (!blocks.is_empty()).then(|| system(blocks)).transpose()?,
+            Some(v) => {
+                let expected = if self.text { "a string or an array of blocks" } else { "an array of blocks" };
+                return Err(cx.err("system", format!("expected {expected}, found {}", kind(v))));
+            }
+        };
+        let mut modeled = vec!["messages"];
+        let mut history: History = first.into_iter().collect();
+        if !history.is_empty() {
+            modeled.push("system");
+        }
+        history.extend(message_list(cx, top, ("messages", self.missing), read, self.format, default)?);
+        Ok((history, request_of(self.format, body, top, &modeled)))
+    }
 }
 
 /// The request as sent besides its messages: its format, the body's size and the top-level
