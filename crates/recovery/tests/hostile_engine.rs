@@ -30,6 +30,16 @@ impl Wire for JsonWire {
     }
 }
 
+/// The engine's world in these tests: `archive` and `lookup`, the built-in summarizer, no hooks
+/// and the [`JsonWire`] size model.
+fn engine_io<'a>(
+    archive: &'a mut dyn Archive,
+    lookup: &'a dyn Fn(&str) -> Option<Vec<u8>>,
+    (summarizer, hooks): (&'a mut Builtin, &'a mut NoHooks),
+) -> EngineIo<'a> {
+    EngineIo { archive, lookup, summarizer, hooks, wire: &JsonWire }
+}
+
 /// One archive behind both the engine's `archive` and its `lookup`.
 #[derive(Clone)]
 struct Shared(Rc<RefCell<MemoryArchive>>);
@@ -113,15 +123,8 @@ fn drive(s: &Scenario) -> Result<(), TestCaseError> {
     let reader = shared.clone();
     let lookup = move |k: &str| reader.0.borrow().get(k);
     let mut archive = shared.clone();
-    let mut summarizer = Builtin;
-    let mut hooks = NoHooks;
-    let mut io = EngineIo {
-        archive: &mut archive,
-        lookup: &lookup,
-        summarizer: &mut summarizer,
-        hooks: &mut hooks,
-        wire: &JsonWire,
-    };
+    let (mut summarizer, mut hooks) = (Builtin, NoHooks);
+    let mut io = engine_io(&mut archive, &lookup, (&mut summarizer, &mut hooks));
     let task = task_of(&s.history);
     let mut turn = Turn::new(input);
     let mut rejected = 0;
@@ -234,13 +237,7 @@ fn a_no_op_rung_3_ends_the_climb_whatever_the_attempts_left() {
         let mut archive = MemoryArchive::new();
         let lookup = |_: &str| None;
         let (mut summarizer, mut hooks) = (Builtin, NoHooks);
-        let mut io = EngineIo {
-            archive: &mut archive,
-            lookup: &lookup,
-            summarizer: &mut summarizer,
-            hooks: &mut hooks,
-            wire: &JsonWire,
-        };
+        let mut io = engine_io(&mut archive, &lookup, (&mut summarizer, &mut hooks));
         let mut turn = Turn::new(input);
         let (mut sent, mut attempts_seen, mut outcome) = (0, Vec::new(), None);
         for _ in 0..10_000 {
