@@ -56,7 +56,8 @@ impl Shape for Anthropic {
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
     let top = cx.obj(body, "(top level)")?;
     let read = |m: &Value, path: &str| message(cx, m, path);
-    let (history, request) = BODY.read((cx, body, top), |blocks| system(cx, blocks), read, default_template)?;
+    let (history, request) =
+        BODY.read((cx, body, top), |blocks| system(cx, blocks), read, default_template)?;
     let model = cx.opt_str(top, "model", "")?.map(str::to_string);
     Ok(Imported { history, model, provider: Some("anthropic".to_string()), request: Some(request) })
 }

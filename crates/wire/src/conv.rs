@@ -162,7 +162,8 @@ impl SystemBeside {
             Some(Value::String(s)) if self.text => (!s.is_empty()).then(|| Message::system(s.clone())),
             Some(Value::Array(blocks)) => (!blocks.is_empty()).then(|| system(blocks)).transpose()?,
             Some(v) => {
-                let expected = if self.text { "a string or an array of blocks" } else { "an array of blocks" };
+                let expected =
+                    if self.text { "a string or an array of blocks" } else { "an array of blocks" };
                 return Err(cx.err("system", format!("expected {expected}, found {}", kind(v))));
             }
         };

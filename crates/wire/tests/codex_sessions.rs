@@ -7,8 +7,8 @@
 mod common;
 
 use common::sessions::*;
-use salvage_testkit::jsonl;
 use salvage_testkit::codex::{self, assistant as assistant_item, record as cx, user as user_item};
+use salvage_testkit::jsonl;
 use salvage_types::message::Role;
 use salvage_types::timeline::{self, Change};
 use salvage_wire::Source;

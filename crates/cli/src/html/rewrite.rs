@@ -85,7 +85,10 @@ fn diff_rows(h: &mut String, d: &HistoryDiff) {
             esc(preview)
         );
     };
-    let mut items: Vec<Item<'_>> = d.dropped.iter().map(|m| Item::whole(m, 0, "dropped", "−"))
+    let mut items: Vec<Item<'_>> = d
+        .dropped
+        .iter()
+        .map(|m| Item::whole(m, 0, "dropped", "−"))
         .chain(d.stubbed.iter().map(Item::stubbed))
         .chain(d.added.iter().map(|m| Item::whole(m, 2, "added", "+")))
         .collect();
