@@ -18,13 +18,6 @@ use std::collections::HashMap;
 
 const F: RequestFormat = RequestFormat::Anthropic;
 
-/// The body's shape around its messages.
-const BODY: conv::SystemBeside = conv::SystemBeside {
-    format: F,
-    missing: "missing (an Anthropic Messages body has a messages array)",
-    text: true,
-};
-
 /// Builds Anthropic blocks.
 pub(crate) struct Anthropic;
 
@@ -54,10 +47,9 @@ impl Shape for Anthropic {
 }
 
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
-    let top = cx.obj(body, "(top level)")?;
-    let read = |m: &Value, path: &str| message(cx, m, path);
-    let (history, request) =
-        BODY.read((cx, body, top), |blocks| system(cx, blocks), read, default_template)?;
+    let beside =
+        conv::SystemBeside::new(F, "missing (an Anthropic Messages body has a messages array)", true);
+    let (top, history, request) = beside.read((cx, body), system, message, default_template)?;
     let model = cx.opt_str(top, "model", "")?.map(str::to_string);
     Ok(Imported { history, model, provider: Some("anthropic".to_string()), request: Some(request) })
 }

@@ -21,13 +21,6 @@ use std::collections::HashMap;
 
 const F: RequestFormat = RequestFormat::Bedrock;
 
-/// The body's shape around its messages.
-const BODY: conv::SystemBeside = conv::SystemBeside {
-    format: F,
-    missing: "missing (a Bedrock Converse body has a messages array)",
-    text: false,
-};
-
 /// Builds Converse blocks.
 pub(crate) struct Bedrock;
 
@@ -64,10 +57,8 @@ impl Shape for Bedrock {
 }
 
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
-    let top = cx.obj(body, "(top level)")?;
-    let read = |m: &Value, path: &str| message(cx, m, path);
-    let (history, request) =
-        BODY.read((cx, body, top), |blocks| system(cx, blocks), read, default_template)?;
+    let beside = conv::SystemBeside::new(F, "missing (a Bedrock Converse body has a messages array)", false);
+    let (top, history, request) = beside.read((cx, body), system, message, default_template)?;
     let model = top.get("modelId").and_then(Value::as_str).map(str::to_string);
     Ok(Imported { history, model, provider: Some("bedrock".to_string()), request: Some(request) })
 }
