@@ -101,10 +101,7 @@ const PLANTS: &[Plant] = &[
     ("square_token", |g| tok("sq0atp-", g.a(22))),
     ("aws_access_key", |g| tok("AKIA", g.s(16, UPPER))),
     ("aws_secret_key", |g| {
-        planted_in(
-            format!("{}/{}+{}", g.a(13), g.a(13), g.a(12)),
-            "[default]\naws_secret_access_key = $S\n".into(),
-        )
+        planted_in(format!("{}/{}+{}", g.a(13), g.a(13), g.a(12)), "[default]\naws_secret_access_key = $S\n")
     }),
     ("gcp_private_key_id", |g| {
         planted_in(g.s(40, HEX), "{\"type\": \"service_account\", \"private_key_id\": \"$S\"}")
@@ -112,14 +109,13 @@ const PLANTS: &[Plant] = &[
     ("gcp_service_account_key", |g| {
         planted_in(
             g.a(64),
-            "{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n$S\\n-----END PRIVATE KEY-----\\n\"}".into(),
+            "{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n$S\\n-----END PRIVATE KEY-----\\n\"}",
         )
     }),
     ("azure_storage_key", |g| {
         planted_in(
             g.a(86),
-            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=$S==;EndpointSuffix=core.windows.net"
-                .into(),
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=$S==;EndpointSuffix=core.windows.net",
         )
     }),
     ("azure_sas_signature", |g| {
