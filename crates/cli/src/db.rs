@@ -15,6 +15,17 @@ pub struct DbArgs {
     pub db: PathBuf,
 }
 
+/// A command made of subcommands that all take `--db` (`salvage ccr …`, `salvage journal …`).
+#[derive(clap::Args)]
+pub struct WithDb<S: clap::Subcommand> {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: S,
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
 impl DbArgs {
     /// The path, refused when it is not a plain file path: `--db` never takes an SQLite URI
     /// (`file:…`), `:memory:` or an empty name, which SQLite would read differently from the file

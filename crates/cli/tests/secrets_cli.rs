@@ -36,146 +36,151 @@ impl Gen {
     }
 }
 
+/// A planted secret: its kind, and (drawn from the generator) the text planted and the secret
+/// bytes in it that must not survive.
+type Plant = (&'static str, fn(&mut Gen) -> (String, String));
+
+/// A token in a sentence: `prefix` then `body` is the secret.
+fn tok(prefix: impl std::fmt::Display, body: impl std::fmt::Display) -> (String, String) {
+    let s = format!("{prefix}{body}");
+    (format!("use {s} for this"), s)
+}
+
+/// A secret in a text: `$S` in `text` stands for it (drawn from the generator before the rest of
+/// the text).
+fn planted_in(secret: String, text: &str) -> (String, String) {
+    (text.replace("$S", &secret), secret)
+}
+
+/// Every secret planted, drawn in this order from one generator.
+const PLANTS: &[Plant] = &[
+    ("anthropic_key", |g| tok("sk-ant-api03-", g.a(40))),
+    ("openai_key", |g| tok("sk-proj-", g.a(40))),
+    ("openai_key_legacy", |g| planted_in(format!("sk-{}T3BlbkFJ{}", g.a(20), g.a(20)), "OPENAI=$S set")),
+    ("xai_key", |g| tok("xai-", g.a(40))),
+    ("groq_key", |g| tok("gsk_", g.a(40))),
+    ("huggingface_token", |g| tok("hf_", g.a(34))),
+    ("replicate_token", |g| tok("r8_", g.a(37))),
+    ("google_api_key", |g| tok("AIza", g.a(35))),
+    ("google_oauth_secret", |g| tok("GOCSPX-", g.a(28))),
+    ("google_oauth_token", |g| tok("ya29.", g.a(60))),
+    ("github_pat", |g| tok("ghp_", g.a(36))),
+    ("github_oauth", |g| tok("gho_", g.a(36))),
+    ("github_user_token", |g| tok("ghu_", g.a(36))),
+    ("github_server_token", |g| tok("ghs_", g.a(36))),
+    ("github_refresh_token", |g| tok("ghr_", g.a(36))),
+    ("github_fine_grained_pat", |g| tok("github_pat_", format!("{}_{}", g.a(22), g.a(59)))),
+    ("gitlab_token", |g| tok("glpat-", g.a(20))),
+    ("npm_token", |g| tok("npm_", g.a(36))),
+    ("pypi_token", |g| tok("pypi-AgEIcHlwaS5vcmc", g.a(60))),
+    ("slack_bot_token", |g| tok("xoxb-", format!("{}-{}-{}", g.s(12, DIGITS), g.s(12, DIGITS), g.a(24)))),
+    ("slack_user_token", |g| {
+        tok("xoxp-", format!("{}-{}-{}-{}", g.s(12, DIGITS), g.s(12, DIGITS), g.s(12, DIGITS), g.s(32, HEX)))
+    }),
+    ("slack_app_token", |g| {
+        tok("xapp-1-A", format!("{}-{}-{}", g.s(10, UPPER), g.s(13, DIGITS), g.s(64, HEX)))
+    }),
+    ("slack_webhook", |g| {
+        planted_in(
+            g.a(24),
+            &format!("post to https://hooks.slack.com/services/T{}/B{}/$S", g.s(8, UPPER), g.s(10, UPPER)),
+        )
+    }),
+    ("discord_webhook", |g| {
+        planted_in(g.a(68), &format!("https://discord.com/api/webhooks/{}/$S", g.s(18, DIGITS)))
+    }),
+    ("discord_bot_token", |g| tok("M", format!("{}.{}.{}", g.a(23), g.a(6), g.a(27)))),
+    ("telegram_bot_token", |g| tok(g.s(10, DIGITS), format!(":AA{}", g.a(33)))),
+    ("twilio_api_key", |g| tok("SK", g.s(32, HEX))),
+    ("sendgrid_key", |g| tok("SG.", format!("{}.{}", g.a(22), g.a(43)))),
+    ("mailgun_key", |g| tok("key-", g.s(32, HEX))),
+    ("mailchimp_key", |g| tok(g.s(32, HEX), "-us12")),
+    ("stripe_secret_key", |g| tok("sk_live_", g.a(24))),
+    ("stripe_restricted_key", |g| tok("rk_live_", g.a(24))),
+    ("shopify_token", |g| tok("shpat_", g.s(32, HEX))),
+    ("square_token", |g| tok("sq0atp-", g.a(22))),
+    ("aws_access_key", |g| tok("AKIA", g.s(16, UPPER))),
+    ("aws_secret_key", |g| {
+        planted_in(format!("{}/{}+{}", g.a(13), g.a(13), g.a(12)), "[default]\naws_secret_access_key = $S\n")
+    }),
+    ("gcp_private_key_id", |g| {
+        planted_in(g.s(40, HEX), "{\"type\": \"service_account\", \"private_key_id\": \"$S\"}")
+    }),
+    ("gcp_service_account_key", |g| {
+        planted_in(
+            g.a(64),
+            "{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n$S\\n-----END PRIVATE KEY-----\\n\"}",
+        )
+    }),
+    ("azure_storage_key", |g| {
+        planted_in(
+            g.a(86),
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=$S==;EndpointSuffix=core.windows.net",
+        )
+    }),
+    ("azure_sas_signature", |g| {
+        planted_in(g.a(43), "https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig=$S%3D")
+    }),
+    ("digitalocean_token", |g| tok("dop_v1_", g.s(64, HEX))),
+    ("databricks_token", |g| tok("dapi", g.s(32, HEX))),
+    ("vault_token", |g| tok("hvs.", g.a(90))),
+    ("pulumi_token", |g| tok("pul-", g.s(40, HEX))),
+    ("grafana_token", |g| tok("glsa_", format!("{}_{}", g.a(32), g.s(8, HEX)))),
+    ("sentry_token", |g| tok("sntrys_", g.a(60))),
+    ("flyio_token", |g| tok("fo1_", g.a(43))),
+    ("doppler_token", |g| tok("dp.pt.", g.a(43))),
+    ("postman_key", |g| tok("PMAK-", format!("{}-{}", g.s(24, HEX), g.s(34, HEX)))),
+    ("newrelic_key", |g| tok("NRAK-", g.s(27, UPPER))),
+    ("linear_key", |g| tok("lin_api_", g.a(40))),
+    ("atlassian_token", |g| tok("ATATT3", g.a(180))),
+    ("planetscale_token", |g| tok("pscale_tkn_", g.a(43))),
+    ("age_secret_key", |g| tok("AGE-SECRET-KEY-1", g.s(58, BECH32))),
+    ("dropbox_token", |g| tok("sl.", g.a(130))),
+    ("facebook_token", |g| tok("EAAC", g.a(120))),
+    ("heroku_key", |g| tok("HRKU-", g.a(60))),
+    ("jwt", |g| tok("eyJ", format!("{}.eyJ{}.{}", g.a(20), g.a(30), g.a(43)))),
+    ("basic_auth", |g| planted_in(format!("{}==", g.a(26)), "curl -H 'Authorization: Basic $S' https://x")),
+    ("bearer_token", |g| planted_in(g.a(40), "Authorization: Bearer $S")),
+    ("api_key_header", |g| planted_in(g.a(32), "curl -H \"x-api-key: $S\" https://api")),
+    ("url_password_with_slash", |g| {
+        planted_in(format!("p4ss/w0rd{}", g.a(8)), "REDIS_URL=redis://:$S@cache.internal:6379/0")
+    }),
+    ("url_password", |g| planted_in(g.a(16), "connect postgres://app:$S@db:5432/prod now")),
+    ("url_query_secret", |g| {
+        planted_in(g.a(32), "GET https://api.example.com/v1/items?access_token=$S&page=2")
+    }),
+    ("json_secret_field", |g| {
+        planted_in(format!("{}!{}", g.a(10), g.a(4)), "{\"user\": \"admin\", \"password\": \"$S\"}")
+    }),
+    ("env_secret_key", |g| planted_in(g.a(40), "# .env\nSECRET_KEY=$S\nDEBUG=false")),
+    ("env_password", |g| planted_in(format!("{}-{}", g.a(12), g.s(4, DIGITS)), "export DB_PASSWORD=$S")),
+    ("env_api_key", |g| planted_in(g.a(32), "API_KEY=\"$S\"")),
+    ("yaml_secret", |g| planted_in(g.a(32), "service:\n  name: billing\n  api_key: $S\n")),
+    ("private_key", |g| {
+        planted_in(
+            g.a(64),
+            &format!("-----BEGIN RSA PRIVATE KEY-----\n$S\n{}\n-----END RSA PRIVATE KEY-----", g.a(64)),
+        )
+    }),
+    ("private_key_without_end", |g| {
+        planted_in(g.a(64), &format!("-----BEGIN OPENSSH PRIVATE KEY-----\n$S\n{}", g.a(40)))
+    }),
+    ("private_key_after_a_mention", |g| {
+        planted_in(g.a(64), "grep for -----BEGIN in the repo; found -----BEGIN EC PRIVATE KEY-----\n$S\n-----END EC PRIVATE KEY-----")
+    }),
+    ("github_pat_after_underscore", |g| planted_in(format!("ghp_{}", g.a(36)), "MY_TOKEN_$S")),
+];
+
 /// (kind, text planted, the secret bytes that must not survive).
 fn planted() -> Vec<(&'static str, String, String)> {
     let mut g = Gen(0x1234_5678_9abc_def1);
-    let mut v: Vec<(&'static str, String, String)> = Vec::new();
-    let mut add = |kind: &'static str, text: String, secret: String| v.push((kind, text, secret));
-    macro_rules! tok {
-        ($kind:expr, $prefix:expr, $body:expr) => {{
-            let s = format!("{}{}", $prefix, $body);
-            add($kind, format!("use {s} for this"), s);
-        }};
-    }
-    tok!("anthropic_key", "sk-ant-api03-", g.a(40));
-    tok!("openai_key", "sk-proj-", g.a(40));
-    let legacy = format!("sk-{}T3BlbkFJ{}", g.a(20), g.a(20));
-    add("openai_key_legacy", format!("OPENAI={legacy} set"), legacy);
-    tok!("xai_key", "xai-", g.a(40));
-    tok!("groq_key", "gsk_", g.a(40));
-    tok!("huggingface_token", "hf_", g.a(34));
-    tok!("replicate_token", "r8_", g.a(37));
-    tok!("google_api_key", "AIza", g.a(35));
-    tok!("google_oauth_secret", "GOCSPX-", g.a(28));
-    tok!("google_oauth_token", "ya29.", g.a(60));
-    tok!("github_pat", "ghp_", g.a(36));
-    tok!("github_oauth", "gho_", g.a(36));
-    tok!("github_user_token", "ghu_", g.a(36));
-    tok!("github_server_token", "ghs_", g.a(36));
-    tok!("github_refresh_token", "ghr_", g.a(36));
-    tok!("github_fine_grained_pat", "github_pat_", format!("{}_{}", g.a(22), g.a(59)));
-    tok!("gitlab_token", "glpat-", g.a(20));
-    tok!("npm_token", "npm_", g.a(36));
-    tok!("pypi_token", "pypi-AgEIcHlwaS5vcmc", g.a(60));
-    tok!("slack_bot_token", "xoxb-", format!("{}-{}-{}", g.s(12, DIGITS), g.s(12, DIGITS), g.a(24)));
-    tok!(
-        "slack_user_token",
-        "xoxp-",
-        format!("{}-{}-{}-{}", g.s(12, DIGITS), g.s(12, DIGITS), g.s(12, DIGITS), g.s(32, HEX))
-    );
-    tok!("slack_app_token", "xapp-1-A", format!("{}-{}-{}", g.s(10, UPPER), g.s(13, DIGITS), g.s(64, HEX)));
-    let hook = g.a(24);
-    add(
-        "slack_webhook",
-        format!("post to https://hooks.slack.com/services/T{}/B{}/{hook}", g.s(8, UPPER), g.s(10, UPPER)),
-        hook,
-    );
-    let dh = g.a(68);
-    add("discord_webhook", format!("https://discord.com/api/webhooks/{}/{dh}", g.s(18, DIGITS)), dh);
-    tok!("discord_bot_token", "M", format!("{}.{}.{}", g.a(23), g.a(6), g.a(27)));
-    tok!("telegram_bot_token", g.s(10, DIGITS), format!(":AA{}", g.a(33)));
-    tok!("twilio_api_key", "SK", g.s(32, HEX));
-    tok!("sendgrid_key", "SG.", format!("{}.{}", g.a(22), g.a(43)));
-    tok!("mailgun_key", "key-", g.s(32, HEX));
-    tok!("mailchimp_key", g.s(32, HEX), "-us12");
-    tok!("stripe_secret_key", "sk_live_", g.a(24));
-    tok!("stripe_restricted_key", "rk_live_", g.a(24));
-    tok!("shopify_token", "shpat_", g.s(32, HEX));
-    tok!("square_token", "sq0atp-", g.a(22));
-    tok!("aws_access_key", "AKIA", g.s(16, UPPER));
-    let aws_secret = format!("{}/{}+{}", g.a(13), g.a(13), g.a(12));
-    add("aws_secret_key", format!("[default]\naws_secret_access_key = {aws_secret}\n"), aws_secret);
-    let kid = g.s(40, HEX);
-    add(
-        "gcp_private_key_id",
-        format!("{{\"type\": \"service_account\", \"private_key_id\": \"{kid}\"}}"),
-        kid,
-    );
-    let sa = g.a(64);
-    add(
-        "gcp_service_account_key",
-        format!("{{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n{sa}\\n-----END PRIVATE KEY-----\\n\"}}"),
-        sa,
-    );
-    let az = g.a(86);
-    add("azure_storage_key", format!("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={az}==;EndpointSuffix=core.windows.net"), az);
-    let sig = g.a(43);
-    add(
-        "azure_sas_signature",
-        format!("https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig={sig}%3D"),
-        sig,
-    );
-    tok!("digitalocean_token", "dop_v1_", g.s(64, HEX));
-    tok!("databricks_token", "dapi", g.s(32, HEX));
-    tok!("vault_token", "hvs.", g.a(90));
-    tok!("pulumi_token", "pul-", g.s(40, HEX));
-    tok!("grafana_token", "glsa_", format!("{}_{}", g.a(32), g.s(8, HEX)));
-    tok!("sentry_token", "sntrys_", g.a(60));
-    tok!("flyio_token", "fo1_", g.a(43));
-    tok!("doppler_token", "dp.pt.", g.a(43));
-    tok!("postman_key", "PMAK-", format!("{}-{}", g.s(24, HEX), g.s(34, HEX)));
-    tok!("newrelic_key", "NRAK-", g.s(27, UPPER));
-    tok!("linear_key", "lin_api_", g.a(40));
-    tok!("atlassian_token", "ATATT3", g.a(180));
-    tok!("planetscale_token", "pscale_tkn_", g.a(43));
-    tok!("age_secret_key", "AGE-SECRET-KEY-1", g.s(58, BECH32));
-    tok!("dropbox_token", "sl.", g.a(130));
-    tok!("facebook_token", "EAAC", g.a(120));
-    tok!("heroku_key", "HRKU-", g.a(60));
-    tok!("jwt", "eyJ", format!("{}.eyJ{}.{}", g.a(20), g.a(30), g.a(43)));
-    let basic = format!("{}==", g.a(26));
-    add("basic_auth", format!("curl -H 'Authorization: Basic {basic}' https://x"), basic);
-    let bearer = g.a(40);
-    add("bearer_token", format!("Authorization: Bearer {bearer}"), bearer);
-    let xkey = g.a(32);
-    add("api_key_header", format!("curl -H \"x-api-key: {xkey}\" https://api"), xkey);
-    let pw = format!("p4ss/w0rd{}", g.a(8));
-    add("url_password_with_slash", format!("REDIS_URL=redis://:{pw}@cache.internal:6379/0"), pw);
-    let pw2 = g.a(16);
-    add("url_password", format!("connect postgres://app:{pw2}@db:5432/prod now"), pw2);
-    let q = g.a(32);
-    add("url_query_secret", format!("GET https://api.example.com/v1/items?access_token={q}&page=2"), q);
-    let jp = format!("{}!{}", g.a(10), g.a(4));
-    add("json_secret_field", format!("{{\"user\": \"admin\", \"password\": \"{jp}\"}}"), jp);
-    let env = g.a(40);
-    add("env_secret_key", format!("# .env\nSECRET_KEY={env}\nDEBUG=false"), env);
-    let envpw = format!("{}-{}", g.a(12), g.s(4, DIGITS));
-    add("env_password", format!("export DB_PASSWORD={envpw}"), envpw);
-    let envapi = g.a(32);
-    add("env_api_key", format!("API_KEY=\"{envapi}\""), envapi);
-    let yaml = g.a(32);
-    add("yaml_secret", format!("service:\n  name: billing\n  api_key: {yaml}\n"), yaml);
-    let rsa = g.a(64);
-    add(
-        "private_key",
-        format!("-----BEGIN RSA PRIVATE KEY-----\n{rsa}\n{}\n-----END RSA PRIVATE KEY-----", g.a(64)),
-        rsa,
-    );
-    let noend = g.a(64);
-    add(
-        "private_key_without_end",
-        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{noend}\n{}", g.a(40)),
-        noend,
-    );
-    let after = g.a(64);
-    add(
-        "private_key_after_a_mention",
-        format!("grep for -----BEGIN in the repo; found -----BEGIN EC PRIVATE KEY-----\n{after}\n-----END EC PRIVATE KEY-----"),
-        after,
-    );
-    let underscore = format!("ghp_{}", g.a(36));
-    add("github_pat_after_underscore", format!("MY_TOKEN_{underscore}"), underscore);
-    v
+    PLANTS
+        .iter()
+        .map(|(kind, plant)| {
+            let (text, secret) = plant(&mut g);
+            (*kind, text, secret)
+        })
+        .collect()
 }
 
 fn look_alikes() -> Vec<String> {

@@ -140,18 +140,7 @@ mod tests {
 
     fn start(j: &mut Journal, id: &str, history: Vec<Message>) {
         let t = Utc.timestamp_millis_opt(1_764_000_000_000).unwrap();
-        let first = NewEvent::new(
-            format!("{id}-1"),
-            t,
-            EventBody::SessionStarted {
-                provider: None,
-                model: None,
-                context_window: None,
-                settings: Default::default(),
-                cap: None,
-                invalid_settings: Vec::new(),
-            },
-        );
+        let first = NewEvent::new(format!("{id}-1"), t, EventBody::session_started(None, None));
         j.start_session(id, "t", first).unwrap();
         let e =
             NewEvent::new(format!("{id}-2"), t, EventBody::MessageAppended { count: history.len() as u64 })

@@ -21,7 +21,6 @@ use salvage_types::capture::StopReason;
 use salvage_types::event::{Cost, EventBody, StepOutcome, Trigger};
 use salvage_types::timeline::{Change, Step};
 use salvage_types::{CcrKey, History};
-use std::collections::BTreeMap;
 
 /// Who and what the imported session is.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,14 +93,7 @@ impl Journal {
                 "session {session}: already exists and was not imported from a session file (choose another --session)"
             )));
         }
-        let body = EventBody::SessionStarted {
-            provider: src.provider.clone(),
-            model: src.model.clone(),
-            context_window: None,
-            settings: BTreeMap::new(),
-            cap: None,
-            invalid_settings: Vec::new(),
-        };
+        let body = EventBody::session_started(src.provider.clone(), src.model.clone());
         let a = self.start_session(session, &src.title, NewEvent::new(start_id, first_ts, body))?;
         out.started = true;
         Ok(a.seq)

@@ -8,12 +8,13 @@ use chrono::{TimeZone, Utc};
 use salvage_ccr::{Ccr, SystemClock};
 use salvage_journal::import::Source as Src;
 use salvage_journal::{Journal, StoredEvent};
+use salvage_testkit::codex::{self, assistant, user};
 use salvage_types::capture::StopReason;
 use salvage_types::event::EventBody;
 use salvage_types::timeline::{self, Change, Step};
 use salvage_types::{CcrKey, History, Message};
 use salvage_wire::{read_session, Source};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::PathBuf;
 
 fn sample(rel: &str) -> String {
@@ -143,34 +144,23 @@ fn show_at_restores_the_states_before_and_after_each_compaction() {
     assert_eq!(j.state_at("s", c.seq).unwrap().compactions, 1);
 }
 
-fn cx(ts: u32, kind: &str, payload: Value) -> String {
-    json!({"timestamp": format!("2026-01-02T03:04:{ts:02}.000Z"), "type": kind, "payload": payload})
-        .to_string()
-        + "\n"
-}
-
-fn user(text: &str) -> Value {
-    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
-}
-
-fn assistant(text: &str) -> Value {
-    json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
-}
-
 #[test]
 fn codex_compaction_and_rollback_are_journaled_exactly() {
-    let text = [
-        cx(0, "session_meta", json!({"id": "th-1", "model_provider": "openai"})),
-        cx(1, "response_item", user("one")),
-        cx(2, "response_item", assistant("1")),
-        cx(3, "response_item", user("two")),
-        cx(4, "response_item", assistant("2")),
-        cx(5, "event_msg", json!({"type": "thread_rolled_back", "num_turns": 1})),
-        cx(6, "response_item", user("three")),
-        cx(7, "compacted", json!({"message": "", "replacement_history": [user("one"), user("three")]})),
-        cx(8, "response_item", assistant("3")),
-    ]
-    .concat();
+    let text = salvage_testkit::jsonl(
+        &[
+            vec![codex::record(0, "session_meta", json!({"id": "th-1", "model_provider": "openai"}))],
+            codex::rolled_back_turn(),
+            vec![
+                codex::record(
+                    7,
+                    "compacted",
+                    json!({"message": "", "replacement_history": [user("one"), user("three")]}),
+                ),
+                codex::record(8, "response_item", assistant("3")),
+            ],
+        ]
+        .concat(),
+    );
     let st = steps(Source::Codex, &text);
     let mut j = Journal::in_memory().unwrap();
     j.import_steps(&src("c", "codex"), &st, now()).unwrap();
@@ -196,18 +186,7 @@ fn a_session_not_imported_is_not_overwritten() {
     j.start_session(
         "taken",
         "replay",
-        salvage_journal::NewEvent::new(
-            "other-start",
-            now(),
-            EventBody::SessionStarted {
-                provider: None,
-                model: None,
-                context_window: None,
-                settings: Default::default(),
-                cap: None,
-                invalid_settings: Vec::new(),
-            },
-        ),
+        salvage_journal::NewEvent::new("other-start", now(), EventBody::session_started(None, None)),
     )
     .unwrap();
     let e = j.import_steps(&src("taken", "codex"), &st, now()).unwrap_err();

@@ -1,6 +1,6 @@
 //! Tool-call pairing: validation and repair (behaviour spec section 6).
 
-use salvage_types::message::{Message, Role};
+use salvage_types::message::{Message, Role, ToolCall};
 use serde::Serialize;
 use std::collections::HashSet;
 
@@ -81,22 +81,7 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
                 asst.msg.tool_calls.retain(|c| !c.id.is_empty() && seen.insert(c.id.clone()));
                 report.pruned_calls =
                     report.pruned_calls.saturating_add(before.saturating_sub(asst.msg.tool_calls.len()));
-                // Claim the first matching result of each call before the next assistant message.
-                let mut found: Vec<Option<usize>> = vec![None; asst.msg.tool_calls.len()];
-                let after = items.iter().enumerate().skip(i.saturating_add(1));
-                for (j, t) in after.take_while(|(_, t)| t.msg.role != Role::Assistant) {
-                    if t.msg.role != Role::Tool || claimed.get(j) != Some(&false) {
-                        continue;
-                    }
-                    let Some(id) = t.msg.tool_call_id.as_deref() else { continue };
-                    let Some(k) = asst.msg.tool_calls.iter().position(|c| c.id == id) else { continue };
-                    if let Some(slot @ None) = found.get_mut(k) {
-                        *slot = Some(j);
-                        if let Some(c) = claimed.get_mut(j) {
-                            *c = true;
-                        }
-                    }
-                }
+                let found = claim_results(&items, i, &asst.msg.tool_calls, &mut claimed);
                 let calls = asst.msg.tool_calls.clone();
                 out.push(asst);
                 let k = found.len();
@@ -137,6 +122,32 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
         }
     }
     (out, report)
+}
+
+/// Claims the first unclaimed result of each of `calls` (the calls of the assistant message at
+/// `i`) before the next assistant message: for each call, the index of its result, or `None`.
+fn claim_results(
+    items: &[Tracked],
+    i: usize,
+    calls: &[ToolCall],
+    claimed: &mut [bool],
+) -> Vec<Option<usize>> {
+    let mut found: Vec<Option<usize>> = vec![None; calls.len()];
+    let after = items.iter().enumerate().skip(i.saturating_add(1));
+    for (j, t) in after.take_while(|(_, t)| t.msg.role != Role::Assistant) {
+        if t.msg.role != Role::Tool || claimed.get(j) != Some(&false) {
+            continue;
+        }
+        let Some(id) = t.msg.tool_call_id.as_deref() else { continue };
+        let Some(k) = calls.iter().position(|c| c.id == id) else { continue };
+        if let Some(slot @ None) = found.get_mut(k) {
+            *slot = Some(j);
+            if let Some(c) = claimed.get_mut(j) {
+                *c = true;
+            }
+        }
+    }
+    found
 }
 
 /// Repairs pairing. A history that needs no repair comes back unchanged (and the report is clean).

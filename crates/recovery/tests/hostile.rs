@@ -1,6 +1,6 @@
 //! Hostile settings and content (issue #12): each case here panicked, or silently did nothing,
-//! before its fix. The property tests in `properties.rs` search the same space at random; the
-//! minimal inputs they found are kept here as plain regression tests.
+//! before its fix. The property tests in `hostile_stages.rs` and `hostile_engine.rs` search the
+//! same space at random; the minimal inputs they found are kept here as plain regression tests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 

@@ -305,6 +305,19 @@ pub enum EventBody {
 }
 
 impl EventBody {
+    /// The `session_started` of a session begun outside a turn (an import, a test): its provider
+    /// and model, and nothing configured (no context window, settings, cap or invalid setting).
+    pub fn session_started(provider: Option<String>, model: Option<String>) -> Self {
+        EventBody::SessionStarted {
+            provider,
+            model,
+            context_window: None,
+            settings: BTreeMap::new(),
+            cap: None,
+            invalid_settings: Vec::new(),
+        }
+    }
+
     /// Every kind of the vocabulary, in declaration order.
     pub const KINDS: &'static [&'static str] = &[
         "session_started",
@@ -387,15 +400,15 @@ impl EventBody {
                 "error {}: {class} ({reason})",
                 status.map(|s| s.to_string()).unwrap_or_else(|| "transport".into())
             ),
-            EventBody::RecoveryAttempt {
-                attempt,
-                rung,
-                outcome,
-                before_bytes,
-                after_bytes,
-                archived,
-                ..
-            } => recovery_summary(*attempt, *rung, *outcome, (*before_bytes, *after_bytes), archived.len()),
+            EventBody::RecoveryAttempt { attempt, rung, outcome, .. } if *outcome != StepOutcome::Applied => {
+                format!("recovery attempt {attempt} rung {rung}: {outcome}")
+            }
+            EventBody::RecoveryAttempt { attempt, rung, before_bytes, after_bytes, archived, .. } => format!(
+                "recovery attempt {attempt} rung {rung}: {} → {}, {} archived",
+                b(*before_bytes),
+                b(*after_bytes),
+                archived.len()
+            ),
             EventBody::CapLearned { message, .. } => message.clone(),
             EventBody::FloorDiagnosis { verdict, floor_bytes, rejected, .. } => {
                 format!("floor {verdict}: base {} vs rejected {}", b(*floor_bytes), b(*rejected))
@@ -461,21 +474,6 @@ fn request_summary(attempt: u32, bytes: u64, estimated: u64, real: Option<u64>, 
 }
 
 /// The summary line of a recovery attempt; `(before, after)` are the weights.
-fn recovery_summary(
-    attempt: u32,
-    rung: u8,
-    outcome: StepOutcome,
-    (before, after): (u64, u64),
-    archived: usize,
-) -> String {
-    use crate::bytesize::format_bytes as b;
-    if outcome == StepOutcome::Applied {
-        format!("recovery attempt {attempt} rung {rung}: {} → {}, {archived} archived", b(before), b(after))
-    } else {
-        format!("recovery attempt {attempt} rung {rung}: {outcome}")
-    }
-}
-
 /// The summary line of a pre-flight check.
 fn preflight_summary(history: u64, cap: Option<u64>, forced: Option<u64>, warn_no_cap: bool) -> String {
     use crate::bytesize::format_bytes as b;

@@ -13,7 +13,6 @@ use crate::shape::{self, lit, slot, strip_control, text_marker, Draft, Fill, Sha
 use crate::{kind, Cx, Imported};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Image, Message, Role, SystemPart, ToolCall};
-use salvage_types::History;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -48,36 +47,11 @@ impl Shape for Anthropic {
 }
 
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
-    let top = cx.obj(body, "(top level)")?;
-    let mut history = History::new();
-    let mut modeled = vec!["messages"];
-    match top.get("system") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if s.is_empty() => {}
-        Some(Value::String(s)) => {
-            history.push(Message::system(s.clone()));
-            modeled.push("system");
-        }
-        Some(Value::Array(blocks)) if blocks.is_empty() => {}
-        Some(Value::Array(blocks)) => {
-            history.push(system(cx, blocks)?);
-            modeled.push("system");
-        }
-        Some(v) => {
-            return Err(
-                cx.err("system", format!("expected a string or an array of blocks, found {}", kind(v)))
-            )
-        }
-    }
-    let missing = "missing (an Anthropic Messages body has a messages array)";
-    let read = |m: &Value, path: &str| message(cx, m, path);
-    history.extend(conv::message_list(cx, top, ("messages", missing), read, F, default_template)?);
-    Ok(Imported {
-        history,
-        model: cx.opt_str(top, "model", "")?.map(str::to_string),
-        provider: Some("anthropic".to_string()),
-        request: Some(conv::request_of(F, body, top, &modeled)),
-    })
+    let beside =
+        conv::SystemBeside::new(F, "missing (an Anthropic Messages body has a messages array)", true);
+    let (top, history, request) = beside.read((cx, body), system, message, default_template)?;
+    let model = cx.opt_str(top, "model", "")?.map(str::to_string);
+    Ok(Imported { history, model, provider: Some("anthropic".to_string()), request: Some(request) })
 }
 
 /// The system blocks as one system message: text blocks are its parts (with `cache_control`);

@@ -13,10 +13,9 @@
 use crate::anthropic::Add;
 use crate::conv::{self, without, Runs};
 use crate::shape::{self, finish, lit, slot, strip_control, text_marker, Draft, Fill, Shape};
-use crate::{kind, Cx, Imported};
+use crate::{Cx, Imported};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Image, Message, Role, ToolCall};
-use salvage_types::History;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -58,26 +57,10 @@ impl Shape for Bedrock {
 }
 
 pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError> {
-    let top = cx.obj(body, "(top level)")?;
-    let mut history = History::new();
-    let mut modeled = vec!["messages"];
-    match top.get("system") {
-        Some(Value::Array(blocks)) if !blocks.is_empty() => {
-            history.push(system(cx, blocks)?);
-            modeled.push("system");
-        }
-        None | Some(Value::Null | Value::Array(_)) => {}
-        Some(v) => return Err(cx.err("system", format!("expected an array of blocks, found {}", kind(v)))),
-    }
-    let missing = "missing (a Bedrock Converse body has a messages array)";
-    let read = |m: &Value, path: &str| message(cx, m, path);
-    history.extend(conv::message_list(cx, top, ("messages", missing), read, F, default_template)?);
-    Ok(Imported {
-        history,
-        model: top.get("modelId").and_then(Value::as_str).map(str::to_string),
-        provider: Some("bedrock".to_string()),
-        request: Some(conv::request_of(F, body, top, &modeled)),
-    })
+    let beside = conv::SystemBeside::new(F, "missing (a Bedrock Converse body has a messages array)", false);
+    let (top, history, request) = beside.read((cx, body), system, message, default_template)?;
+    let model = top.get("modelId").and_then(Value::as_str).map(str::to_string);
+    Ok(Imported { history, model, provider: Some("bedrock".to_string()), request: Some(request) })
 }
 
 fn system(cx: &Cx<'_>, blocks: &[Value]) -> Result<Message, CaptureError> {

@@ -4,9 +4,10 @@
 //! message — and the later ones *join* the first when the body is rebuilt.
 
 use crate::shape::{finish, Draft};
-use crate::Cx;
+use crate::{kind, Cx};
 use salvage_types::capture::{CaptureError, Request, RequestFormat};
 use salvage_types::message::{Message, Role};
+use salvage_types::History;
 use serde_json::{Map, Value};
 
 /// Splits one provider message into drafts.
@@ -133,6 +134,60 @@ pub(crate) fn message_list(
         }
     }
     Ok(out)
+}
+
+/// How a message of a body is read into drafts.
+pub(crate) type ReadMessage = fn(&Cx<'_>, &Value, &str) -> Result<Vec<Draft>, CaptureError>;
+/// How a `system` array of blocks is read into a system message.
+pub(crate) type ReadSystem = fn(&Cx<'_>, &[Value]) -> Result<Message, CaptureError>;
+
+/// A body whose `system` field stands beside its `messages` list (Anthropic Messages, Bedrock
+/// Converse).
+pub(crate) struct SystemBeside {
+    format: RequestFormat,
+    missing: &'static str,
+    text: bool,
+}
+
+impl SystemBeside {
+    /// A body of `format`; `missing` is what the error says when `messages` is missing, `text`
+    /// whether `system` may be a plain string besides an array of blocks.
+    pub(crate) const fn new(format: RequestFormat, missing: &'static str, text: bool) -> Self {
+        SystemBeside { format, missing, text }
+    }
+
+    /// The body's top level, its history (the system message first, when `system` has one) and
+    /// the request besides it. An absent, null or empty `system` is no message; an array of
+    /// blocks is read by `system`; a string is a plain system message where the format allows
+    /// one; anything else is an error naming the field. Each message is read by `message` (see
+    /// [`message_list`]).
+    pub(crate) fn read<'b>(
+        &self,
+        (cx, body): (&Cx<'_>, &'b Value),
+        system: ReadSystem,
+        message: ReadMessage,
+        default: fn(&Message) -> (Value, bool),
+    ) -> Result<(&'b Map<String, Value>, History, Request), CaptureError> {
+        let top = cx.obj(body, "(top level)")?;
+        let first = match top.get("system") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if self.text => (!s.is_empty()).then(|| Message::system(s.clone())),
+            Some(Value::Array(blocks)) => (!blocks.is_empty()).then(|| system(cx, blocks)).transpose()?,
+            Some(v) => {
+                let expected =
+                    if self.text { "a string or an array of blocks" } else { "an array of blocks" };
+                return Err(cx.err("system", format!("expected {expected}, found {}", kind(v))));
+            }
+        };
+        let mut modeled = vec!["messages"];
+        let mut history: History = first.into_iter().collect();
+        if !history.is_empty() {
+            modeled.push("system");
+        }
+        let read = |m: &Value, path: &str| message(cx, m, path);
+        history.extend(message_list(cx, top, ("messages", self.missing), read, self.format, default)?);
+        Ok((top, history, request_of(self.format, body, top, &modeled)))
+    }
 }
 
 /// The request as sent besides its messages: its format, the body's size and the top-level

@@ -170,27 +170,26 @@ fn is_text_kind(k: &str) -> bool {
     matches!(k, "text" | "s" | "json" | "jsonv")
 }
 
-/// Calls `f` on every text slot marker of a template, in order (never inside a `raw` value).
-fn each_text_slot(v: &mut Value, f: &mut dyn FnMut(&mut Map<String, Value>)) {
-    match v {
-        Value::Object(o) => {
-            if let Some(k) = o.get(MARK).and_then(Value::as_str) {
-                if k == "raw" {
-                    return;
-                }
-                if is_text_kind(k) {
-                    f(o);
-                    return;
-                }
-            }
-            for x in o.values_mut() {
-                each_text_slot(x, f);
+/// The walk over a template's text slot markers, in order (never inside a `raw` value), once
+/// for a mutable template and once for a shared one: `$fn(template, f)` calls `f` on each.
+macro_rules! text_slot_walk {
+    ($fn:ident, $values:ident, $iter:ident $(, $mut:tt)?) => {
+        fn $fn(v: &$($mut)? Value, f: &mut dyn FnMut(&$($mut)? Map<String, Value>)) {
+            match v {
+                Value::Object(o) => match o.get(MARK).and_then(Value::as_str) {
+                    Some("raw") => {}
+                    Some(k) if is_text_kind(k) => f(o),
+                    _ => o.$values().for_each(|x| $fn(x, f)),
+                },
+                Value::Array(a) => a.$iter().for_each(|x| $fn(x, f)),
+                _ => {}
             }
         }
-        Value::Array(a) => a.iter_mut().for_each(|x| each_text_slot(x, f)),
-        _ => {}
-    }
+    };
 }
+
+text_slot_walk!(each_text_slot, values_mut, iter_mut, mut);
+text_slot_walk!(each_text_slot_in, values, iter);
 
 /// Takes each text slot's text (`$t`) out, in order.
 fn take_texts(v: &mut Value, out: &mut Vec<String>) {
@@ -211,25 +210,9 @@ fn put_lengths(v: &mut Value, lens: &mut dyn Iterator<Item = u64>) {
     });
 }
 
-/// The recorded lengths of a template's text slots, in order (`None` where not recorded). Reads
-/// a shared template, so it walks it itself rather than through [`each_text_slot`].
+/// The recorded lengths of a template's text slots, in order (`None` where not recorded).
 fn slot_lengths(v: &Value, out: &mut Vec<Option<u64>>) {
-    match v {
-        Value::Object(o) => {
-            if let Some(k) = o.get(MARK).and_then(Value::as_str) {
-                if k == "raw" {
-                    return;
-                }
-                if is_text_kind(k) {
-                    out.push(o.get("$n").and_then(Value::as_u64));
-                    return;
-                }
-            }
-            o.values().for_each(|x| slot_lengths(x, out));
-        }
-        Value::Array(a) => a.iter().for_each(|x| slot_lengths(x, out)),
-        _ => {}
-    }
+    each_text_slot_in(v, &mut |o| out.push(o.get("$n").and_then(Value::as_u64)));
 }
 
 /// Splits `content` over `k` text slots: by the recorded lengths when the content is the one

@@ -1,6 +1,6 @@
 //! `salvage ccr stats|verify|gc|put|redact`: the archive behind @recall.
 
-use crate::db::DbArgs;
+use crate::db::{DbArgs, WithDb};
 use crate::exit::{Failure, Outcome};
 use crate::output::{table, Output};
 use salvage_ccr::{Ccr, Retention};
@@ -11,16 +11,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Arguments of `salvage ccr`.
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(subcommand)]
-    command: Sub,
-    #[command(flatten)]
-    db: DbArgs,
-}
+pub type Args = WithDb<Sub>;
 
+/// The subcommands of `salvage ccr`.
 #[derive(clap::Subcommand)]
-enum Sub {
+pub enum Sub {
     /// Archive size, entries and compression ratio.
     Stats {
         /// Machine-readable output.

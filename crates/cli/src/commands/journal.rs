@@ -1,6 +1,6 @@
 //! `salvage journal …`: audit and restore sessions.
 
-use crate::db::DbArgs;
+use crate::db::WithDb;
 use crate::exit::{Failure, Outcome};
 use crate::output::{table, Output};
 use crate::terminal::{escape, shell_quote};
@@ -10,16 +10,11 @@ use serde_json::json;
 use std::path::PathBuf;
 
 /// Arguments of `salvage journal`.
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(subcommand)]
-    command: Sub,
-    #[command(flatten)]
-    db: DbArgs,
-}
+pub type Args = WithDb<Sub>;
 
+/// The subcommands of `salvage journal`.
 #[derive(clap::Subcommand)]
-enum Sub {
+pub enum Sub {
     /// List sessions (oldest first), optionally filtered.
     Sessions {
         /// Machine-readable output.

@@ -3,7 +3,7 @@
 
 use super::esc;
 use salvage_ccr::Ccr;
-use salvage_journal::history_diff::{diff_histories, HistoryDiff};
+use salvage_journal::history_diff::{diff_histories, DiffMessage, HistoryDiff, Stubbed};
 use salvage_journal::{Journal, StoredEvent};
 use salvage_types::{format_bytes, Message};
 use std::collections::{BTreeSet, HashSet};
@@ -85,54 +85,44 @@ fn diff_rows(h: &mut String, d: &HistoryDiff) {
             esc(preview)
         );
     };
-    struct Item<'a> {
-        order: (usize, u8),
-        cls: &'static str,
-        sign: &'static str,
-        role: &'a str,
-        size: String,
-        preview: &'a str,
-    }
-    let mut items: Vec<Item<'_>> = Vec::new();
-    for m in &d.dropped {
-        let size = format_bytes(m.bytes);
-        items.push(Item {
-            order: (m.index, 0),
-            cls: "dropped",
-            sign: "−",
-            role: &m.role,
-            size,
-            preview: &m.preview,
-        });
-    }
-    for m in &d.stubbed {
-        let size = format!("{} → {}", format_bytes(m.before_bytes), format_bytes(m.after_bytes));
-        items.push(Item {
-            order: (m.index, 1),
-            cls: "stubbed",
-            sign: "~",
-            role: &m.role,
-            size,
-            preview: &m.preview,
-        });
-    }
-    for m in &d.added {
-        let size = format_bytes(m.bytes);
-        items.push(Item {
-            order: (m.index, 2),
-            cls: "added",
-            sign: "+",
-            role: &m.role,
-            size,
-            preview: &m.preview,
-        });
-    }
+    let mut items: Vec<Item<'_>> = d
+        .dropped
+        .iter()
+        .map(|m| Item::whole(m, 0, "dropped", "−"))
+        .chain(d.stubbed.iter().map(Item::stubbed))
+        .chain(d.added.iter().map(|m| Item::whole(m, 2, "added", "+")))
+        .collect();
     items.sort_by_key(|x| x.order);
     for x in items {
         line(h, x.cls, x.sign, x.order.0, x.role, x.size, x.preview);
     }
     if more > 0 {
         let _ = write!(h, "<tr><td></td><td colspan=\"4\">… {more} more</td></tr>");
+    }
+}
+
+/// One row of [`diff_rows`]: its place (the index, then dropped before stubbed before added),
+/// class, sign, role, size and preview.
+struct Item<'a> {
+    order: (usize, u8),
+    cls: &'static str,
+    sign: &'static str,
+    role: &'a str,
+    size: String,
+    preview: &'a str,
+}
+
+impl<'a> Item<'a> {
+    /// A dropped (`rank` 0) or added (`rank` 2) message: its size is its weight.
+    fn whole(m: &'a DiffMessage, rank: u8, cls: &'static str, sign: &'static str) -> Self {
+        let size = format_bytes(m.bytes);
+        Item { order: (m.index, rank), cls, sign, role: &m.role, size, preview: &m.preview }
+    }
+
+    /// A message stubbed in place: its size before and after.
+    fn stubbed(m: &'a Stubbed) -> Self {
+        let size = format!("{} → {}", format_bytes(m.before_bytes), format_bytes(m.after_bytes));
+        Item { order: (m.index, 1), cls: "stubbed", sign: "~", role: &m.role, size, preview: &m.preview }
     }
 }
 
