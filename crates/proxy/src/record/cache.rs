@@ -7,13 +7,14 @@
 //! every message to key it as the journal does) cost the writer most of a turn, all of it again
 //! for the part it had read the turn before. The writer keeps the latest request of each of the
 //! most recent sessions, bounded in bytes: a body that is byte for byte one it holds (BLAKE3 of
-//! the body) is not parsed again, and a history that begins with the one its session sent last
+//! the frames as relayed, not copied into one buffer) is neither copied nor parsed again, and a history that begins with the one its session sent last
 //! has only its new messages keyed (the digest's hasher goes on from where the last one stopped).
 //! A request is still parsed whole when it is new: the parse is what proves it is a history, and
 //! the importers read a request as one document.
 
 use super::{session_id, Keyed};
 use crate::route::{self, Api, Parsed};
+use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -57,22 +58,33 @@ impl Recent {
         Recent { off: true, ..Recent::default() }
     }
 
-    /// Reads a request body of `api` sent with the session header `header`.
-    pub fn read(&mut self, api: Api, header: Option<&str>, body: &[u8]) -> Result<Read, String> {
+    /// Reads a request body of `api` (its frames, as relayed) sent with the session header
+    /// `header`. The frames are made one contiguous body only to be parsed.
+    pub fn read(&mut self, api: Api, header: Option<&str>, frames: &[Bytes]) -> Result<Read, String> {
+        let whole = || match frames {
+            [one] => one.clone(),
+            many => Bytes::from(many.concat()),
+        };
         if self.off {
-            let parsed = route::parse(api, body)?;
+            let parsed = route::parse(api, &whole())?;
             let keyed = Keyed::of(&parsed.history);
             let session = session_id(header, &parsed.history);
             return Ok(Read { session, parsed: Arc::new(parsed), keyed: Arc::new(keyed) });
         }
-        let hash = *blake3::hash(body).as_bytes();
+        let mut hasher = blake3::Hasher::new();
+        let mut len = 0usize;
+        for f in frames {
+            hasher.update(f);
+            len = len.saturating_add(f.len());
+        }
+        let hash = *hasher.finalize().as_bytes();
         let same = |e: &Entry| e.api == api && e.header.as_deref() == header;
         if let Some(i) = self.entries.iter().position(|e| same(e) && e.body == hash) {
             let read = self.entries.get(i).map(|e| e.read.clone());
             self.touch(i);
             return read.ok_or_else(|| "the request cache lost an entry".to_string());
         }
-        let parsed = route::parse(api, body)?;
+        let parsed = route::parse(api, &whole())?;
         let session = session_id(header, &parsed.history);
         let last = self.entries.iter().position(|e| same(e) && e.read.session == session);
         let keyed = match last.and_then(|i| self.entries.get(i)) {
@@ -83,13 +95,7 @@ impl Recent {
             self.remove(i);
         }
         let read = Read { session, parsed: Arc::new(parsed), keyed: Arc::new(keyed) };
-        self.insert(Entry {
-            api,
-            body: hash,
-            len: body.len(),
-            header: header.map(str::to_string),
-            read: read.clone(),
-        });
+        self.insert(Entry { api, body: hash, len, header: header.map(str::to_string), read: read.clone() });
         Ok(read)
     }
 
@@ -152,14 +158,18 @@ mod tests {
             (&other, None),
             (&other_header, Some("s2")),
         ] {
+            // The same body in one frame and in several.
+            let one = [Bytes::copy_from_slice(b)];
+            let (x, y) = b.split_at(b.len() / 2);
+            let two = [Bytes::copy_from_slice(x), Bytes::copy_from_slice(y)];
             let (a, f) =
-                (cache.read(api, header, b).expect("read"), fresh.read(api, header, b).expect("read"));
+                (cache.read(api, header, &two).expect("read"), fresh.read(api, header, &one).expect("read"));
             assert_eq!(a.session, f.session);
             assert_eq!(a.parsed.history, f.parsed.history);
             assert_eq!(a.parsed.request, f.parsed.request);
             assert_eq!(a.keyed, f.keyed);
         }
-        assert!(cache.read(api, None, b"{\"messages\": 3}").is_err());
+        assert!(cache.read(api, None, &[Bytes::from_static(b"{\"messages\": 3}")]).is_err());
     }
 
     #[test]
@@ -167,7 +177,7 @@ mod tests {
         let mut cache = Recent::default();
         for i in 0..CACHE_SESSIONS + 10 {
             let b = body(&[("user", &format!("task {i}"))]);
-            cache.read(Api::AnthropicMessages, None, &b).expect("read");
+            cache.read(Api::AnthropicMessages, None, &[Bytes::from(b)]).expect("read");
         }
         assert_eq!(cache.entries.len(), CACHE_SESSIONS);
         assert!(cache.bytes <= CACHE_BYTES);

@@ -95,8 +95,8 @@ pub(super) fn prepare(
             Read { session, keyed: Arc::new(Keyed::of(&p.history)), parsed: Arc::new(p) }
         }
         None => {
-            let body = turn.body.complete().map_err(|e| WriteError::Body(e.to_string()))?;
-            recent.read(turn.api, turn.session_header.as_deref(), &body).map_err(WriteError::Body)?
+            let frames = turn.body.frames().map_err(|e| WriteError::Body(e.to_string()))?;
+            recent.read(turn.api, turn.session_header.as_deref(), &frames).map_err(WriteError::Body)?
         }
     };
     let (parsed, keyed) = (&read.parsed, &read.keyed);
