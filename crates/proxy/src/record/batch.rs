@@ -1,6 +1,7 @@
 //! The turns the writer has at hand, appended together: each session's turns in one transaction.
 //!
-//! Design decision: the writer takes every turn already queued (up to [`BATCH_TURNS`]), makes each
+//! Design decision: the writer takes every turn already queued (up to [`BATCH_TURNS`] turns or
+//! [`BATCH_BYTES`]), makes each
 //! into events in queue order (`write.rs`), then appends the events of each session's turns in
 //! one `append` — one transaction, where one turn each cost a commit. A turn's history change is
 //! worked out against the session's head as the turns before it in the batch leave it (their
@@ -19,6 +20,12 @@ use std::path::PathBuf;
 
 /// The turns the writer appends together at most.
 pub const BATCH_TURNS: usize = 256;
+
+/// A batch takes no more turns once they weigh this much (request bodies and answers): a batch's
+/// turns are held until it is written (their answers twice, for a retry one by one, and the
+/// transaction's pages in SQLite's cache), so this bounds what batching adds to the writer's
+/// memory; past a few dozen turns a commit is a small share of a batch anyway.
+pub const BATCH_BYTES: usize = 2 << 20;
 
 /// What writing one turn came to: its session and capture, or why it failed.
 pub type TurnResult = Result<(String, Option<PathBuf>), WriteError>;

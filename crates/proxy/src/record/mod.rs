@@ -17,7 +17,7 @@ mod cache;
 mod write;
 mod writer;
 
-pub use batch::{write_batch, TurnResult, BATCH_TURNS};
+pub use batch::{write_batch, TurnResult, BATCH_BYTES, BATCH_TURNS};
 pub use cache::{Recent, CACHE_BYTES, CACHE_SESSIONS};
 pub use write::{write_turn, WriteError};
 pub use writer::{Reserve, Writer, WriterOptions, Written, QUEUE_BYTES};

@@ -1,7 +1,7 @@
 //! The writer thread and its queue: turns are queued with their share of [`QUEUE_BYTES`] and
 //! written by a thread that owns the journal, every turn at hand in one batch (`batch.rs`).
 
-use super::batch::{write_batch, BATCH_TURNS};
+use super::batch::{write_batch, BATCH_BYTES, BATCH_TURNS};
 use super::cache::Recent;
 use super::Turn;
 use salvage_journal::Journal;
@@ -81,10 +81,11 @@ impl Writer {
             while let Ok(job) = rx.recv() {
                 // Every turn already queued goes in one batch; a flush waits for those before it.
                 let (mut turns, mut rooms, mut flush) = (Vec::new(), Vec::new(), None);
-                let mut next = Some(job);
+                let (mut next, mut weight) = (Some(job), 0usize);
                 while let Some(job) = next.take() {
                     match job {
                         Job::Turn(t, room) => {
+                            weight = weight.saturating_add(t.weight());
                             turns.push(*t);
                             rooms.push(room);
                         }
@@ -93,7 +94,7 @@ impl Writer {
                             break;
                         }
                     }
-                    if turns.len() < BATCH_TURNS {
+                    if turns.len() < BATCH_TURNS && weight < BATCH_BYTES {
                         next = rx.try_recv().ok();
                     }
                 }
