@@ -4,11 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
 use chrono::{DateTime, TimeZone, Utc};
-use salvage_journal::{HistoryChange, Journal};
+use salvage_journal::Journal;
 use salvage_proxy::assemble::Assembler;
 use salvage_proxy::record::{write_batch, write_turn, Recent, Turn, WriterOptions};
 use salvage_proxy::route::Api;
-use salvage_types::event::EventBody;
 
 fn options() -> WriterOptions {
     WriterOptions { captures: None, settings: Default::default() }
@@ -30,18 +29,7 @@ fn at(i: i64) -> DateTime<Utc> {
 /// A turn as the relay hands it over: attempt 0, and the JSON answer `reply`.
 fn turn(i: i64, body: &[u8], reply: &str) -> Turn {
     let mut t = Turn::new(Api::AnthropicMessages, bytes::Bytes::copy_from_slice(body), at(i));
-    t.step(
-        EventBody::RequestSent {
-            attempt: 0,
-            bytes: 0,
-            estimated_tokens: 0,
-            real_tokens: None,
-            history_digest: String::new(),
-            accepted: false,
-        },
-        HistoryChange::None,
-        Vec::new(),
-    );
+    t.attempt_zero();
     let mut a = Assembler::new(Api::AnthropicMessages, false);
     a.feed(
         serde_json::json!({"content": [{"type": "text", "text": reply}], "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 2}})
@@ -52,9 +40,8 @@ fn turn(i: i64, body: &[u8], reply: &str) -> Turn {
     t
 }
 
-/// Two conversations' turns, interleaved: a start, a request sent again (the reply dropped), the
-/// conversation going on (the reply and a new message), a compacted history, an edited one.
-fn turns() -> Vec<Turn> {
+/// Three requests of one conversation, each going on from the one before.
+fn conversation_a() -> [Vec<u8>; 3] {
     let a1 = body("A", &[("user", "task a")]);
     let a2 = body("A", &[("user", "task a"), ("assistant", "a-1"), ("user", "more a")]);
     let a3 = body(
@@ -67,24 +54,21 @@ fn turns() -> Vec<Turn> {
             ("user", "last a"),
         ],
     );
+    [a1, a2, a3]
+}
+
+/// Two conversations' turns, interleaved: a start, a request sent again (the reply dropped), the
+/// conversation going on (the reply and a new message), a compacted history, an edited one.
+fn turns() -> Vec<Turn> {
+    let [a1, a2, a3] = conversation_a();
     let a_compacted = body("A", &[("user", "task a"), ("user", "last a")]);
     let b1 = body("B", &[("user", "task b")]);
     let b2 = body("B", &[("user", "task b"), ("assistant", "b-1"), ("user", "more b")]);
     let b_edited = body("B", &[("user", "task b"), ("assistant", "b-1 edited"), ("user", "more b")]);
-    vec![
-        turn(1, &a1, "a-1"),
-        turn(2, &b1, "b-1"),
-        turn(3, &a1, "a-1"),
-        turn(4, &a1, "a-1"),
-        turn(5, &a2, "a-2"),
-        turn(6, &b2, "b-2"),
-        turn(7, &a2, "a-2"),
-        turn(8, &a3, "a-3"),
-        turn(9, &b_edited, "b-3"),
-        turn(10, &a_compacted, "a-4"),
-        turn(11, &a3, "a-5"),
-        turn(12, &b2, "b-4"),
-    ]
+    let order = [(&a1, "a-1"), (&b1, "b-1"), (&a1, "a-1"), (&a1, "a-1"), (&a2, "a-2"), (&b2, "b-2")];
+    let then =
+        [(&a2, "a-2"), (&a3, "a-3"), (&b_edited, "b-3"), (&a_compacted, "a-4"), (&a3, "a-5"), (&b2, "b-4")];
+    order.into_iter().chain(then).zip(1..).map(|((b, reply), i)| turn(i, b, reply)).collect()
 }
 
 /// Every session's events (kind, body, parent, splice) and the history restored at each.
@@ -144,18 +128,7 @@ fn batched_turns_restore_the_histories_turn_by_turn_writing_restores() {
 fn a_turn_that_fails_in_a_batch_costs_only_itself() {
     let dir = tempfile::tempdir().expect("dir");
     let mut j = journal(&dir, "j.db");
-    let a1 = body("A", &[("user", "task a")]);
-    let a2 = body("A", &[("user", "task a"), ("assistant", "a-1"), ("user", "more a")]);
-    let a3 = body(
-        "A",
-        &[
-            ("user", "task a"),
-            ("assistant", "a-1"),
-            ("user", "more a"),
-            ("assistant", "a-2"),
-            ("user", "last a"),
-        ],
-    );
+    let [a1, a2, a3] = conversation_a();
     write_turn(&mut j, &options(), turn(1, &a1, "a-1")).expect("first turn");
     // The second turn of the batch arrived at the time of the first turn: its event id is taken,
     // so the batch's transaction fails; appended one by one, the turns around it are journaled,

@@ -148,6 +148,23 @@ impl Turn {
         self.steps.push(Step { ts: Utc::now(), body, change, blobs });
     }
 
+    /// Records attempt 0, the client's body as relayed: the writer completes it from the body (its
+    /// size) and the parsed history (digest, estimate).
+    pub fn attempt_zero(&mut self) {
+        self.step(
+            EventBody::RequestSent {
+                attempt: 0,
+                bytes: 0,
+                estimated_tokens: 0,
+                real_tokens: None,
+                history_digest: String::new(),
+                accepted: false,
+            },
+            HistoryChange::None,
+            Vec::new(),
+        );
+    }
+
     /// What the turn weighs in the writer's queue: its request body and the answer rebuilt.
     pub fn weight(&self) -> usize {
         self.body.len().saturating_add(self.response.as_ref().map_or(0, Assembler::held))
