@@ -12,7 +12,9 @@
 //! client's bytes go upstream as they arrive ([`spool`]) and the response is relayed frame by
 //! frame; the request's frames (reference-counted, not copied) and the response parser go to one
 //! writer thread that owns the journal, imports the body, derives the session and appends the
-//! turn, through a queue bounded in bytes. Only a failure is parsed on the request path, because
+//! turn, through a queue bounded in bytes. The writer appends the turns at hand together (each
+//! session's in one transaction) and does not read again what a session's last request already
+//! held ([`record`]). Only a failure is parsed on the request path, because
 //! classifying and recovering need its history.
 
 #![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]

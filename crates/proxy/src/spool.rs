@@ -122,6 +122,17 @@ impl Kept {
         }
     }
 
+    /// The frames of the whole body when it has been read to its end (without waiting or copying:
+    /// the frames relayed).
+    pub fn frames(&self) -> Result<Vec<Bytes>, BodyError> {
+        let s = self.shared.lock();
+        match &s.end {
+            End::Complete => Ok(s.chunks.clone()),
+            End::Failed(e) => Err(e.clone()),
+            End::Open | End::Handed(_) => Err(BodyError::Unfinished),
+        }
+    }
+
     /// The whole body, waiting for it to be read to its end; the part the upstream did not read is
     /// read here, within `max` bytes in all.
     pub async fn read_whole(&self, max: usize) -> Result<Bytes, BodyError> {

@@ -8,11 +8,17 @@
 //! (back-pressure on the clients) instead of the queue growing.
 //!
 //! This module holds the turn and how a session is named; `writer.rs` the thread and its queue;
-//! `write.rs` how one turn becomes journal events (and a capture).
+//! `write.rs` how one turn becomes journal events (and a capture); `batch.rs` how the turns at hand
+//! are appended together; `cache.rs` the requests read last, so a conversation's next turn is not
+//! read again from its start.
 
+mod batch;
+mod cache;
 mod write;
 mod writer;
 
+pub use batch::{write_batch, TurnResult, BATCH_BYTES, BATCH_TURNS};
+pub use cache::{Recent, CACHE_BYTES, CACHE_SESSIONS};
 pub use write::{write_turn, WriteError};
 pub use writer::{Reserve, Writer, WriterOptions, Written, QUEUE_BYTES};
 
@@ -142,6 +148,23 @@ impl Turn {
         self.steps.push(Step { ts: Utc::now(), body, change, blobs });
     }
 
+    /// Records attempt 0, the client's body as relayed: the writer completes it from the body (its
+    /// size) and the parsed history (digest, estimate).
+    pub fn attempt_zero(&mut self) {
+        self.step(
+            EventBody::RequestSent {
+                attempt: 0,
+                bytes: 0,
+                estimated_tokens: 0,
+                real_tokens: None,
+                history_digest: String::new(),
+                accepted: false,
+            },
+            HistoryChange::None,
+            Vec::new(),
+        );
+    }
+
     /// What the turn weighs in the writer's queue: its request body and the answer rebuilt.
     pub fn weight(&self) -> usize {
         self.body.len().saturating_add(self.response.as_ref().map_or(0, Assembler::held))
@@ -167,35 +190,62 @@ pub fn digest(h: &[Message]) -> String {
 
 /// A history's messages as the journal keys them (BLAKE3 of each message's JSON) and its
 /// [`digest`], from one serialization of each message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Keyed {
     /// The key of each message, in order.
     pub messages: Vec<[u8; 32]>,
     /// The history's digest.
     pub digest: String,
+    /// The digest's hasher after the last message (before the closing bracket), from which the
+    /// digest of a history that extends this one goes on.
+    open: blake3::Hasher,
 }
+
+impl PartialEq for Keyed {
+    fn eq(&self, other: &Keyed) -> bool {
+        self.messages == other.messages && self.digest == other.digest
+    }
+}
+
+impl Eq for Keyed {}
 
 impl Keyed {
     /// Keys `h`.
     pub fn of(h: &[Message]) -> Keyed {
         // The JSON of a history is its messages' JSON between brackets, comma-separated.
-        let mut whole = blake3::Hasher::new();
-        whole.update(b"[");
-        let mut messages = Vec::with_capacity(h.len());
+        let mut open = blake3::Hasher::new();
+        open.update(b"[");
+        Keyed::extended(Vec::with_capacity(h.len()), open, h)
+    }
+
+    /// Keys `h` when it begins with `prefix`, keyed as `self`: only the messages after it are
+    /// serialized and hashed (none, when `h` is `prefix`).
+    pub fn extend(&self, prefix: &[Message], h: &[Message]) -> Keyed {
+        match h.strip_prefix(prefix) {
+            Some(tail) if prefix.len() == self.messages.len() => {
+                Keyed::extended(self.messages.clone(), self.open.clone(), tail)
+            }
+            _ => Keyed::of(h),
+        }
+    }
+
+    /// `messages` and `open` (the keys and hasher of a prefix) followed by `tail`.
+    fn extended(mut messages: Vec<[u8; 32]>, mut open: blake3::Hasher, tail: &[Message]) -> Keyed {
         let mut json = Vec::new();
-        for (i, m) in h.iter().enumerate() {
+        for m in tail {
             json.clear();
             if serde_json::to_writer(&mut json, m).is_err() {
                 json.clear();
             }
-            if i > 0 {
-                whole.update(b",");
+            if !messages.is_empty() {
+                open.update(b",");
             }
-            whole.update(&json);
+            open.update(&json);
             messages.push(*blake3::hash(&json).as_bytes());
         }
+        let mut whole = open.clone();
         whole.update(b"]");
-        Keyed { messages, digest: CcrKey(*whole.finalize().as_bytes()).short() }
+        Keyed { messages, digest: CcrKey(*whole.finalize().as_bytes()).short(), open }
     }
 }
 
@@ -222,5 +272,21 @@ mod tests {
             assert_eq!(Keyed::of(&h[..n]).digest, digest(&h[..n]));
         }
         assert_ne!(Keyed::of(&h[..1]).messages, Keyed::of(&h[1..2]).messages);
+    }
+
+    #[test]
+    fn a_history_keyed_from_its_prefix_is_keyed_as_a_whole() {
+        let h =
+            [Message::system("S"), Message::user("a \"quoted\" ünïcode task\n"), Message::assistant("ok")];
+        for p in 0..=h.len() {
+            let prefix = Keyed::of(&h[..p]);
+            for n in 0..=h.len() {
+                // A history that does not begin with the prefix is keyed afresh.
+                assert_eq!(prefix.extend(&h[..p], &h[..n]), Keyed::of(&h[..n]), "prefix {p}, history {n}");
+                assert_eq!(prefix.extend(&h[..p], &h[..n]).digest, digest(&h[..n]));
+            }
+        }
+        let edited = [Message::system("S"), Message::user("other"), Message::assistant("ok")];
+        assert_eq!(Keyed::of(&h[..2]).extend(&h[..2], &edited), Keyed::of(&edited));
     }
 }

@@ -1,20 +1,23 @@
-//! One turn into the journal: the request read as a history (unless the request path already did),
-//! attempt 0 completed from it, the response's events, the history spliced onto the session's
-//! (or the session started), the turn's events appended in one transaction, and the capture of
-//! its first failure.
+//! One turn made into journal events: the request read as a history (unless the request path
+//! already did), attempt 0 completed from it, the response's events, the history spliced onto the
+//! session's (or the session started), and the capture of its first failure. `batch.rs` appends
+//! the events of the turns the writer has at hand.
 
+use super::cache::{Read, Recent};
 use super::{session_id, title_of, Cut, Keyed, Turn, WriterOptions};
 use crate::assemble::Assembled;
 use crate::capture::{build_capture, CaptureInput};
-use crate::route::{self, Parsed};
+use crate::route::Parsed;
 use chrono::{DateTime, Utc};
 use salvage_ccr::{Ccr, Clock};
-use salvage_journal::{Appended, HistoryChange, Journal, JournalError, NewEvent};
+use salvage_journal::state::MsgHash;
+use salvage_journal::{HistoryChange, Journal, JournalError, NewEvent};
 use salvage_recovery::classify::{classify, FailureInput};
 use salvage_types::capture::{Failure, StopReason};
 use salvage_types::event::EventBody;
 use salvage_types::{history_weight, Message};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a turn could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -49,40 +52,97 @@ fn event_id(session: &str, ts: &DateTime<Utc>, i: usize) -> String {
     format!("{session}@{}-{i}", ts.timestamp_nanos_opt().unwrap_or(0))
 }
 
-/// Journals one turn (and writes its capture), returning its session and the capture's path.
+/// Journals one turn on its own (and writes its capture), returning its session and the capture's
+/// path: the turn-by-turn path, every request read afresh.
 pub fn write_turn(
     journal: &mut Journal,
     options: &WriterOptions,
-    mut turn: Turn,
+    turn: Turn,
 ) -> Result<(String, Option<PathBuf>), WriteError> {
-    let parsed = match turn.parsed.take() {
-        Some(p) => p,
+    super::batch::write_batch(journal, options, &mut Recent::off(), vec![turn])
+        .pop()
+        .unwrap_or_else(|| Err(WriteError::Body("no turn written".into())))
+}
+
+/// A turn made into events, before they are appended.
+pub(super) struct Prepared {
+    /// The session.
+    pub session: String,
+    /// The request as read.
+    pub read: Read,
+    /// The change that brings the session's history to the request's (none: it is there).
+    pub history: Option<NewEvent>,
+    /// The turn's own events.
+    pub steps: Vec<NewEvent>,
+    /// Which of `steps` is the first `provider_error`.
+    pub error_step: Option<usize>,
+    /// The rest of the turn (for its capture).
+    pub turn: Turn,
+}
+
+/// Reads a turn's request (through `recent`) and makes its events, the history change against
+/// `head` (the session's message keys; none: a new session, started here).
+pub(super) fn prepare(
+    journal: &mut Journal,
+    options: &WriterOptions,
+    recent: &mut Recent,
+    heads: &mut std::collections::HashMap<String, Vec<MsgHash>>,
+    mut turn: Turn,
+) -> Result<Prepared, WriteError> {
+    let read = match turn.parsed.take() {
+        Some(p) => {
+            let session = session_id(turn.session_header.as_deref(), &p.history);
+            Read { session, keyed: Arc::new(Keyed::of(&p.history)), parsed: Arc::new(p) }
+        }
         None => {
-            let body = turn.body.complete().map_err(|e| WriteError::Body(e.to_string()))?;
-            route::parse(turn.api, &body).map_err(WriteError::Body)?
+            let frames = turn.body.frames().map_err(|e| WriteError::Body(e.to_string()))?;
+            recent.read(turn.api, turn.session_header.as_deref(), &frames).map_err(WriteError::Body)?
         }
     };
-    let session = session_id(turn.session_header.as_deref(), &parsed.history);
-    let keyed = Keyed::of(&parsed.history);
-    complete_attempt_zero(&mut turn, &parsed.history, &keyed);
+    let (parsed, keyed) = (&read.parsed, &read.keyed);
+    let session = read.session.clone();
+    complete_attempt_zero(&mut turn, &parsed.history, keyed);
     if let Some(asm) = turn.response.take() {
         record_response(&mut turn, asm.finish(), &parsed.history);
     }
     store_blobs(journal, &turn)?;
-    let mut events = history_events(journal, options, &session, &turn, &parsed, &keyed)?;
-    let steps = std::mem::take(&mut turn.steps);
-    let error_index = steps.iter().position(|s| matches!(s.body, EventBody::ProviderError { .. }));
-    let error_index = error_index.map(|i| i.saturating_add(events.len()));
-    for (i, st) in steps.into_iter().enumerate() {
-        events.push(
+    let head = match heads.get(&session) {
+        Some(h) => Some(h.clone()),
+        None => head_of(journal, &session)?,
+    };
+    let history = match head {
+        None => {
+            start(journal, options, &session, &turn, parsed)?;
+            None
+        }
+        Some(head) => history_event(&session, &turn, &parsed.history, keyed, &head),
+    };
+    let steps: Vec<NewEvent> = std::mem::take(&mut turn.steps)
+        .into_iter()
+        .enumerate()
+        .map(|(i, st)| {
             NewEvent::new(event_id(&session, &st.ts, i.saturating_add(1)), st.ts, st.body)
                 .with_history(st.change)
-                .with_blobs(st.blobs),
-        );
+                .with_blobs(st.blobs)
+        })
+        .collect();
+    heads.insert(session.clone(), head_after(keyed, &steps));
+    let error_step = steps.iter().position(|s| matches!(s.body, EventBody::ProviderError { .. }));
+    Ok(Prepared { session, read, history, steps, error_step, turn })
+}
+
+/// The session's message keys after a turn: the request's history, then the turn's own changes.
+fn head_after(keyed: &Keyed, steps: &[NewEvent]) -> Vec<MsgHash> {
+    let key = |m: &Message| *blake3::hash(&serde_json::to_vec(m).unwrap_or_default()).as_bytes();
+    let mut head = keyed.messages.clone();
+    for s in steps {
+        match &s.history {
+            HistoryChange::None => {}
+            HistoryChange::Append(ms) => head.extend(ms.iter().map(key)),
+            HistoryChange::Set(ms) => head = ms.iter().map(key).collect(),
+        }
     }
-    let appended = journal.append(&session, None, events)?;
-    let capture = write_capture(options, &session, turn, parsed, error_index, &appended)?;
-    Ok((session, capture))
+    head
 }
 
 /// Attempt 0 is the body as sent: its size is the body's, its digest and estimate come from the
@@ -158,51 +218,62 @@ fn store_blobs(journal: &Journal, turn: &Turn) -> Result<(), WriteError> {
     Ok(())
 }
 
-/// The client's history onto the session: a new session is started with it; on an existing one
-/// what is new is appended, and a history that does not continue the journaled one (the client
-/// compacted, or edited) is spliced. Returns the events to append before the turn's own.
-fn history_events(
+/// The message keys of a session's history as journaled (none: no such session).
+pub(super) fn head_of(journal: &Journal, s: &str) -> Result<Option<Vec<MsgHash>>, WriteError> {
+    match journal.version(s) {
+        // The journaled history is compared by its messages' keys, which the journal keeps at hand.
+        Ok(v) => Ok(Some(journal.history_hashes(s, v)?)),
+        Err(JournalError::NoSession(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Starts the session with the client's history.
+fn start(
     journal: &mut Journal,
     options: &WriterOptions,
     s: &str,
     turn: &Turn,
     parsed: &Parsed,
-    keyed: &Keyed,
-) -> Result<Vec<NewEvent>, WriteError> {
+) -> Result<(), WriteError> {
     let history = &parsed.history;
-    let version = match journal.version(s) {
-        Ok(v) => v,
-        Err(JournalError::NoSession(_)) => {
-            let first = NewEvent::new(
-                event_id(s, &turn.started, 0),
-                turn.started,
-                EventBody::SessionStarted {
-                    provider: Some(turn.api.provider().to_string()),
-                    model: parsed.model.clone(),
-                    context_window: None,
-                    settings: options.settings.clone(),
-                    cap: None,
-                    invalid_settings: Vec::new(),
-                },
-            )
-            .with_history(HistoryChange::Append(history.clone()));
-            match journal.start_session(s, &title_of(history), first) {
-                Ok(_) | Err(JournalError::SessionExists(_)) => return Ok(Vec::new()),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(e) => return Err(e.into()),
-    };
-    // The journaled history is compared by its messages' keys, which the journal keeps at hand.
-    let head = journal.history_hashes(s, version)?;
-    let change = if keyed.messages.starts_with(&head) {
+    let first = NewEvent::new(
+        event_id(s, &turn.started, 0),
+        turn.started,
+        EventBody::SessionStarted {
+            provider: Some(turn.api.provider().to_string()),
+            model: parsed.model.clone(),
+            context_window: None,
+            settings: options.settings.clone(),
+            cap: None,
+            invalid_settings: Vec::new(),
+        },
+    )
+    .with_history(HistoryChange::Append(history.clone()));
+    match journal.start_session(s, &title_of(history), first) {
+        Ok(_) | Err(JournalError::SessionExists(_)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The client's history onto a session whose history has the keys `head`: what is new is
+/// appended, and a history that does not continue the journaled one (the client compacted, or
+/// edited, or sent an earlier request again) is spliced; none when it is the journaled one.
+pub(super) fn history_event(
+    s: &str,
+    turn: &Turn,
+    history: &[Message],
+    keyed: &Keyed,
+    head: &[MsgHash],
+) -> Option<NewEvent> {
+    let change = if keyed.messages.starts_with(head) {
         let new = history.get(head.len()..).unwrap_or_default().to_vec();
         if new.is_empty() {
-            return Ok(Vec::new());
+            return None;
         }
         HistoryChange::Append(new)
     } else {
-        HistoryChange::Set(history.clone())
+        HistoryChange::Set(history.to_vec())
     };
     let count = match &change {
         HistoryChange::Append(m) | HistoryChange::Set(m) => m.len() as u64,
@@ -211,28 +282,27 @@ fn history_events(
     let event =
         NewEvent::new(event_id(s, &turn.started, 0), turn.started, EventBody::MessageAppended { count })
             .with_history(change);
-    Ok(vec![event])
+    Some(event)
 }
 
 /// Writes the capture of the turn's first failure, when captures are on and there was one.
-fn write_capture(
+/// `seq` is the event of its `provider_error` (0 when none was appended).
+pub(super) fn write_capture(
     options: &WriterOptions,
     s: &str,
     turn: Turn,
-    parsed: Parsed,
-    error_index: Option<usize>,
-    appended: &[Appended],
+    parsed: &Parsed,
+    seq: u64,
 ) -> Result<Option<PathBuf>, WriteError> {
     let (Some(dir), Some((failure, class))) = (&options.captures, turn.failure) else {
         return Ok(None);
     };
-    let seq = error_index.and_then(|i| appended.get(i)).map(|a| a.seq).unwrap_or(0);
     let input = CaptureInput {
         api: turn.api,
         client: turn.client,
-        model: parsed.model,
-        history: parsed.history,
-        request: parsed.request,
+        model: parsed.model.clone(),
+        history: parsed.history.clone(),
+        request: parsed.request.clone(),
         bytes: turn.body.len() as u64,
         failure,
         class,

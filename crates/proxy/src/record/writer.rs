@@ -1,7 +1,8 @@
 //! The writer thread and its queue: turns are queued with their share of [`QUEUE_BYTES`] and
-//! written one after the other by a thread that owns the journal.
+//! written by a thread that owns the journal, every turn at hand in one batch (`batch.rs`).
 
-use super::write::write_turn;
+use super::batch::{write_batch, BATCH_BYTES, BATCH_TURNS};
+use super::cache::Recent;
 use super::Turn;
 use salvage_journal::Journal;
 use std::collections::BTreeMap;
@@ -76,18 +77,36 @@ impl Writer {
         let capacity = u32::try_from(queue_bytes.clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new().name("salvage-proxy-journal".into()).spawn(move || {
-            for job in rx {
-                match job {
-                    Job::Turn(t, room) => {
-                        match write_turn(&mut journal, &options, *t) {
-                            Ok((session, capture)) => report(Written::Turn { session, capture }),
-                            Err(e) => report(Written::Failed(e.to_string())),
+            let mut recent = Recent::default();
+            while let Ok(job) = rx.recv() {
+                // Every turn already queued goes in one batch; a flush waits for those before it.
+                let (mut turns, mut rooms, mut flush) = (Vec::new(), Vec::new(), None);
+                let (mut next, mut weight) = (Some(job), 0usize);
+                while let Some(job) = next.take() {
+                    match job {
+                        Job::Turn(t, room) => {
+                            weight = weight.saturating_add(t.weight());
+                            turns.push(*t);
+                            rooms.push(room);
                         }
-                        drop(room);
+                        Job::Flush(done) => {
+                            flush = Some(done);
+                            break;
+                        }
                     }
-                    Job::Flush(done) => {
-                        let _ = done.send(());
+                    if turns.len() < BATCH_TURNS && weight < BATCH_BYTES {
+                        next = rx.try_recv().ok();
                     }
+                }
+                for r in write_batch(&mut journal, &options, &mut recent, turns) {
+                    match r {
+                        Ok((session, capture)) => report(Written::Turn { session, capture }),
+                        Err(e) => report(Written::Failed(e.to_string())),
+                    }
+                }
+                drop(rooms);
+                if let Some(done) = flush {
+                    let _ = done.send(());
                 }
             }
         })?;

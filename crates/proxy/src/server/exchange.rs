@@ -129,19 +129,7 @@ struct Exchange {
 
 impl Exchange {
     async fn run(mut self, spool: Spool) -> Result<Response<ProxyBody>, ProxyError> {
-        // Attempt 0 is completed by the writer from the body (its size) and the parsed history.
-        self.turn.step(
-            EventBody::RequestSent {
-                attempt: 0,
-                bytes: 0,
-                estimated_tokens: 0,
-                real_tokens: None,
-                history_digest: String::new(),
-                accepted: false,
-            },
-            HistoryChange::None,
-            Vec::new(),
-        );
+        self.turn.attempt_zero();
         let (rejection, passthrough) = match self.send(Outgoing::Relayed(spool)).await {
             Sent::Accepted(resp) => return Ok(self.accepted(resp)),
             Sent::Refused(r) => return Ok(r),
