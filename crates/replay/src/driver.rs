@@ -173,6 +173,8 @@ struct Driver<'j> {
     mem: RefCell<MemoryArchive>,
     flushed: std::collections::HashSet<CcrKey>,
     from_sim: bool,
+    /// The digest of the history the journal holds at the head.
+    digest: RunningDigest,
     run: Run,
 }
 
@@ -209,24 +211,22 @@ impl Driver<'_> {
         Ok((out, archive))
     }
 
-    /// Journals one record of the engine, keeping the driver's view of the run.
+    /// Journals one record of the engine, keeping the driver's view of the run: the digest of
+    /// the history, not a copy of it (the engine holds the live history; see [`RunningDigest`]).
     fn record(&mut self, r: Record, title: &str, capture_id: &str) -> Result<(), ReplayError> {
         let (blobs, archive) = self.flush(&r.blobs)?;
-        let before = history_digest(&self.run.history);
+        let before = self.digest.digest();
         let change = match r.change {
             Change::None => HistoryChange::None,
             Change::Set(h) => {
-                let changed = h != self.run.history;
-                self.run.history = h.clone();
-                if !changed {
-                    HistoryChange::Set(h)
-                } else {
+                self.digest = RunningDigest::of(&h);
+                if self.digest.digest() != before {
                     self.run.rewrites.push((self.version.saturating_add(1), before));
-                    HistoryChange::Set(h)
                 }
+                HistoryChange::Set(h)
             }
             Change::Append(m) => {
-                self.run.history.extend(m.iter().cloned());
+                self.digest.extend(&m);
                 HistoryChange::Append(m)
             }
         };
@@ -294,6 +294,47 @@ pub fn history_digest(h: &[Message]) -> [u8; 32] {
     *hasher.finalize().as_bytes()
 }
 
+/// [`history_digest`] kept as the history changes, without holding the history: the hasher has
+/// seen the JSON array up to its closing bracket, so an append hashes only the new messages.
+///
+/// Design note (issue #19, peak memory): the driver used to keep its own copy of the history to
+/// digest it before each rewrite, a third copy beside the capture's and the engine's while the
+/// journal encoded a fourth. The engine's history is the run's final history.
+#[derive(Clone)]
+pub struct RunningDigest {
+    hasher: blake3::Hasher,
+    empty: bool,
+}
+
+impl RunningDigest {
+    /// The digest state of `h`.
+    pub fn of(h: &[Message]) -> RunningDigest {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(b"[");
+        let mut d = RunningDigest { hasher, empty: true };
+        d.extend(h);
+        d
+    }
+
+    /// `messages` appended.
+    pub fn extend(&mut self, messages: &[Message]) {
+        for m in messages {
+            if !self.empty {
+                self.hasher.update(b",");
+            }
+            let _ = serde_json::to_writer(&mut self.hasher, m);
+            self.empty = false;
+        }
+    }
+
+    /// [`history_digest`] of the history so far.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = self.hasher.clone();
+        h.update(b"]");
+        *h.finalize().as_bytes()
+    }
+}
+
 fn failure_is_empty(c: &Capture) -> bool {
     c.failure.status.is_none() && c.failure.message.trim().is_empty() && c.failure.transport.is_none()
 }
@@ -347,6 +388,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
         mem: RefCell::new(MemoryArchive::new()),
         flushed: Default::default(),
         from_sim: true,
+        digest: RunningDigest::of(&[]),
         run: Run {
             session: opts.session.clone(),
             outcome: Outcome::Exhausted,
@@ -394,6 +436,8 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
             }
         }
     }
+    // The final history is the engine's: it applied every change the driver journaled.
+    d.run.history = turn.history().to_vec();
     d.run.attempts = turn.attempts();
     d.run.compaction = turn.compaction().clone();
     Ok(d.run)

@@ -122,9 +122,10 @@ fn secretish(v: &str) -> bool {
 /// Private key blocks: the header names a private key; the block runs to its END line, or, when
 /// that is missing, over the base64 body that follows (real newlines or `\n` escapes). A header
 /// that is only mentioned ("grep -----BEGIN") is not a block and does not hide a later key.
-fn redact_pem(c: &Compiled, text: &str, counts: &mut Counts) -> String {
+/// `None` when the text holds no header (nothing to cut).
+fn redact_pem(c: &Compiled, text: &str, counts: &mut Counts) -> Option<String> {
     if !text.contains("-----BEGIN ") {
-        return text.to_string();
+        return None;
     }
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
@@ -166,7 +167,7 @@ fn redact_pem(c: &Compiled, text: &str, counts: &mut Counts) -> String {
         }
     }
     out.push_str(part(text, last..));
-    out
+    Some(out)
 }
 
 /// Applies one rule to `text`, returning the new text when something was replaced.
@@ -216,35 +217,49 @@ fn apply(rule: &Rule, re: &Regex, text: &str, counts: &mut Counts) -> Option<Str
 /// Redacts one text: private key blocks, then every rule of the table. Base64 data URLs are
 /// left as they are.
 pub fn redact_text(text: &str, counts: &mut Counts) -> String {
-    let Some(c) = COMPILED.as_ref() else { return text.to_string() };
+    redacted(text, counts).unwrap_or_else(|| text.to_string())
+}
+
+/// [`redact_text`], `None` when nothing was cut: a text without secrets (nearly every one) is
+/// neither copied nor compared.
+fn redacted(text: &str, counts: &mut Counts) -> Option<String> {
+    let c = COMPILED.as_ref()?;
     if text.contains(";base64,") {
         // Redact the gaps between data URLs only.
         let mut out = String::with_capacity(text.len());
         let mut last = 0;
         for m in c.data_url.find_iter(text) {
-            out.push_str(&redact_plain(c, part(text, last..m.start()), counts));
+            let gap = part(text, last..m.start());
+            out.push_str(redact_plain(c, gap, counts).as_deref().unwrap_or(gap));
             out.push_str(m.as_str());
             last = m.end();
         }
-        out.push_str(&redact_plain(c, part(text, last..), counts));
-        return out;
+        let gap = part(text, last..);
+        out.push_str(redact_plain(c, gap, counts).as_deref().unwrap_or(gap));
+        return (out != text).then_some(out);
     }
     redact_plain(c, text, counts)
 }
 
-fn redact_plain(c: &Compiled, text: &str, counts: &mut Counts) -> String {
+/// Design note (issue #19, import time): the overlapping search that names every rule a text
+/// matches runs only on a text some rule matches; the plain search that answers "any?" is the
+/// one every text pays, and it stops at the first hit.
+fn redact_plain(c: &Compiled, text: &str, counts: &mut Counts) -> Option<String> {
     if text.len() < 8 {
-        return text.to_string();
+        return None;
     }
-    let mut cur = redact_pem(c, text, counts);
-    let hits: Vec<usize> = c.set.matches(&cur).into_iter().collect();
+    let mut out = redact_pem(c, text, counts);
+    if !c.set.is_match(out.as_deref().unwrap_or(text)) {
+        return out;
+    }
+    let hits: Vec<usize> = c.set.matches(out.as_deref().unwrap_or(text)).into_iter().collect();
     for i in hits {
         let Some((rule, re)) = c.rules.get(i) else { continue };
-        if let Some(next) = apply(rule, re, &cur, counts) {
-            cur = next;
+        if let Some(next) = apply(rule, re, out.as_deref().unwrap_or(text), counts) {
+            out = Some(next);
         }
     }
-    cur
+    out
 }
 
 /// Redacts every string inside a JSON value (keys stay), skipping base64 image payloads (a
@@ -252,8 +267,7 @@ fn redact_plain(c: &Compiled, text: &str, counts: &mut Counts) -> String {
 pub fn redact_value(v: &mut Value, counts: &mut Counts) {
     match v {
         Value::String(s) => {
-            let r = redact_text(s, counts);
-            if r != *s {
+            if let Some(r) = redacted(s, counts) {
                 *s = r;
             }
         }
