@@ -208,18 +208,22 @@ fn link_blobs(
 }
 
 /// Builds a snapshot of `state` (the state after the event) when `depth` is on the snapshot
-/// interval; its hash goes into the event row, so the chain vouches for it.
+/// interval, extending `last` (which it then replaces); its hash goes into the event row, so the
+/// chain vouches for it.
 fn maybe_snapshot(
     tx: &Connection,
     session: &str,
     seq: u64,
     depth: u64,
     state: &State,
+    last: &mut Option<snapshot::Last>,
 ) -> Result<Option<snapshot::Written>, JournalError> {
     if depth == 0 || depth.checked_rem(snapshot_interval(state.history.len())) != Some(0) {
         return Ok(None);
     }
-    snapshot::build(tx, session, seq, state).map(Some)
+    let (written, now) = snapshot::build(tx, session, seq, state, last.as_ref())?;
+    *last = Some(now);
+    Ok(Some(written))
 }
 
 /// Where a batch stands: the chain head and the state after the latest event.
@@ -228,6 +232,8 @@ struct Cursor {
     prev_hash: [u8; 32],
     /// (seq, state after it, its depth when known).
     state: (u64, State, Option<u64>),
+    /// The latest snapshot of the session, when known.
+    last: Option<snapshot::Last>,
 }
 
 /// Appends one event at `cursor.seq + 1`.
@@ -249,7 +255,7 @@ fn append_one(
         .map_err(|x| JournalError::Invalid(x.to_string()))?;
     let ts = rfc3339(&e.ts);
     state.apply(session, seq, parent, &e.body, delta.as_ref())?;
-    let snap = maybe_snapshot(tx, session, seq, depth, &state)?;
+    let snap = maybe_snapshot(tx, session, seq, depth, &state, &mut cursor.last)?;
     let row = hash_chain::Row {
         session,
         seq,
@@ -269,7 +275,9 @@ fn append_one(
     if let Some(w) = &snap {
         snapshot::write(tx, session, seq, w)?;
     }
-    *cursor = Cursor { seq, prev_hash: hash, state: (seq, state, Some(depth)) };
+    cursor.seq = seq;
+    cursor.prev_hash = hash;
+    cursor.state = (seq, state, Some(depth));
     Ok(Appended { seq, hash, inserted: true })
 }
 
@@ -393,6 +401,9 @@ impl Journal {
         what: Begin<'_>,
     ) -> Result<Vec<Appended>, JournalError> {
         let cached = self.head.remove(session);
+        // The writer's latest snapshot holds only while its head does, and not across a
+        // redaction (which drops the rows holding the redacted messages).
+        let last = self.snapshots.remove(session).filter(|_| matches!(what, Begin::Existing));
         let clock = self.clock.clone();
         let tx = self
             .store
@@ -409,12 +420,13 @@ impl Journal {
                 actual: head_seq,
             });
         }
-        let state = match cached {
-            Some((s, st)) if s == head_seq => st,
-            _ if head_seq == 0 => State::default(),
-            _ => fold(&tx, session, head_seq, None)?,
+        let (state, last) = match cached {
+            Some((s, st)) if s == head_seq => (st, last),
+            _ if head_seq == 0 => (State::default(), None),
+            _ => (fold(&tx, session, head_seq, None)?, None),
         };
-        let mut cursor = Cursor { seq: head_seq, prev_hash: head_hash, state: (head_seq, state, None) };
+        let mut cursor =
+            Cursor { seq: head_seq, prev_hash: head_hash, state: (head_seq, state, None), last };
         let mut appended = Vec::with_capacity(events.len());
         for e in &events {
             appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e)?);
@@ -425,6 +437,9 @@ impl Journal {
         tx.commit().map_err(sql("append"))?;
         let (seq, state, _) = cursor.state;
         self.head.insert(session.to_string(), (seq, state));
+        if let Some(last) = cursor.last {
+            self.snapshots.insert(session.to_string(), last);
+        }
         Ok(appended)
     }
 

@@ -91,20 +91,22 @@ const MARKER_TABLE: &str = "ccr_blobs";
 /// Looks at an existing file through a read-only connection: a file that is not a database, a
 /// database of another application or one this build cannot read is refused here, before any
 /// connection that could write (switch the journal mode, add tables, stamp an identity) opens it.
-pub(crate) fn inspect(path: &Path) -> Result<Found, StoreError> {
+/// The read-only connection comes back with a salvage database, so a read-only open uses it
+/// instead of opening (and parsing the schema) a second time.
+pub(crate) fn inspect(path: &Path) -> Result<(Found, Option<Connection>), StoreError> {
     if path.as_os_str() == ":memory:" {
-        return Ok(Found::Empty);
+        return Ok((Found::Empty, None));
     }
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Found::Missing, None)),
         Err(source) => return Err(StoreError::Create { path: path.to_path_buf(), source }),
     };
     if !meta.is_file() {
         return Err(StoreError::Foreign { path: path.to_path_buf(), detail: "not a regular file".into() });
     }
     if meta.len() == 0 {
-        return Ok(Found::Empty);
+        return Ok((Found::Empty, None));
     }
     let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
     let mut header = [0u8; 16];
@@ -130,7 +132,7 @@ pub(crate) fn inspect(path: &Path) -> Result<Found, StoreError> {
         .map_err(open_err)?;
     let _ = conn.execute_batch("COMMIT");
     if version == 0 && names.is_empty() {
-        return Ok(Found::Empty);
+        return Ok((Found::Empty, None));
     }
     if !names.iter().any(|n| n == MARKER_TABLE) {
         let mut shown: Vec<&str> = names.iter().map(String::as_str).take(5).collect();
@@ -152,5 +154,5 @@ pub(crate) fn inspect(path: &Path) -> Result<Found, StoreError> {
             detail: "a ccr_blobs table but no salvage schema version".into(),
         });
     }
-    Ok(Found::Salvage(version))
+    Ok((Found::Salvage(version), Some(conn)))
 }
