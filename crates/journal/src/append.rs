@@ -425,8 +425,7 @@ impl Journal {
             _ if head_seq == 0 => (State::default(), None),
             _ => (fold(&tx, session, head_seq, None)?, None),
         };
-        let mut cursor =
-            Cursor { seq: head_seq, prev_hash: head_hash, state: (head_seq, state, None), last };
+        let mut cursor = Cursor { seq: head_seq, prev_hash: head_hash, state: (head_seq, state, None), last };
         let mut appended = Vec::with_capacity(events.len());
         for e in &events {
             appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e)?);

@@ -166,7 +166,11 @@ pub(crate) fn build(
         Some(l) => Some(l.clone()),
         None => {
             read_back = latest(conn, session, seq)?;
-            read_back.as_ref().map(|r| Last { seq: r.seq, history: r.state.history.clone(), rows: r.rows.len() })
+            read_back.as_ref().map(|r| Last {
+                seq: r.seq,
+                history: r.state.history.clone(),
+                rows: r.rows.len(),
+            })
         }
     };
     let base = base.filter(|b| b.seq < seq && state.history.starts_with(&b.history));

@@ -4,7 +4,7 @@
 use crate::migrations::user_version;
 use crate::StoreError;
 use rusqlite::{Connection, OpenFlags};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ pub(crate) fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
     let mut at: u64 = 32;
     let mut frame = [0u8; WAL_FRAME_APP_ID + 4];
     while at.checked_add(frame_len).is_some_and(|end| end <= wal_len) {
-        if wal.seek(SeekFrom::Start(at)).and_then(|_| wal.read_exact(&mut frame)).is_err() {
+        if read_at(&wal, &mut frame, at).is_err() {
             break;
         }
         let (pgno, s1, s2) = (be32(&frame, 0), be32(&frame, 8), be32(&frame, 12));
@@ -73,6 +73,19 @@ pub(crate) fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
         }
         _ => Ok(()),
     }
+}
+
+/// Reads `buf.len()` bytes at `at`: one `pread` per frame header where the platform has it (a
+/// live `-wal` holds about a thousand frames, and every cold open walks them).
+#[cfg(unix)]
+fn read_at(f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, at)
+}
+
+#[cfg(not(unix))]
+fn read_at(mut f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(buf))
 }
 
 /// What an existing path holds, found without writing to it.
