@@ -147,37 +147,41 @@ fn durable(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result<Row> 
     ))
 }
 
-/// Writes the restore session: `total` events whose history reaches 1 000 messages.
-fn restore_session(path: &Path, total: u64) -> anyhow::Result<Vec<Message>> {
+/// Writes a session of `total` events (`event(n)` for n in 1..total) in batches of 1 000.
+fn write_session(path: &Path, total: u64, mut event: impl FnMut(u64) -> NewEvent) -> anyhow::Result<()> {
     let mut j = Journal::open(path, &Options::default())?;
     start(&mut j)?;
-    let every = total / 1000;
     let mut batch = Vec::new();
-    let mut history = Vec::new();
     for n in 1..total {
-        let e = if n % every == 0 && history.len() < 1000 {
-            let kind = [Kind::Prose, Kind::Code, Kind::Json, Kind::Log][(n % 4) as usize];
-            let m = Message::user(text(kind, 600 + (n as usize * 37) % 1500, n));
-            history.push(m.clone());
-            NewEvent::new(format!("r{n}"), ts(n), EventBody::MessageAppended { count: 1 })
-                .with_history(HistoryChange::Append(vec![m]))
-        } else {
-            let body = EventBody::RequestSent {
-                attempt: 0,
-                bytes: n,
-                estimated_tokens: n / 4,
-                real_tokens: None,
-                history_digest: "0".repeat(16),
-                accepted: true,
-            };
-            NewEvent::new(format!("r{n}"), ts(n), body)
-        };
-        batch.push(e);
+        batch.push(event(n));
         if batch.len() == 1000 {
             j.append("s", None, std::mem::take(&mut batch))?;
         }
     }
     j.append("s", None, batch)?;
+    Ok(())
+}
+
+/// Message `k` of a restore session: 600–2 100 bytes of mixed text.
+fn message(k: u64) -> Message {
+    let kind = [Kind::Prose, Kind::Code, Kind::Json, Kind::Log][(k % 4) as usize];
+    Message::user(text(kind, 600 + (k as usize * 37) % 1500, k))
+}
+
+/// Writes the restore session: `total` events whose history reaches 1 000 messages.
+fn restore_session(path: &Path, total: u64) -> anyhow::Result<Vec<Message>> {
+    let every = total / 1000;
+    let mut history = Vec::new();
+    write_session(path, total, |n| {
+        if n % every == 0 && history.len() < 1000 {
+            let m = message(n);
+            history.push(m.clone());
+            NewEvent::new(format!("r{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                .with_history(HistoryChange::Append(vec![m]))
+        } else {
+            NewEvent::new(format!("r{n}"), ts(n), request_sent(n))
+        }
+    })?;
     Ok(history)
 }
 
@@ -185,47 +189,39 @@ fn restore_session(path: &Path, total: u64) -> anyhow::Result<Vec<Message>> {
 /// 100 and does not change after it (requests, responses and skipped compactions follow), so a
 /// restore at event 100 and at the last event decode the same history at different depths.
 fn depth_session(path: &Path, total: u64, messages: u64) -> anyhow::Result<()> {
-    let mut j = Journal::open(path, &Options::default())?;
-    start(&mut j)?;
-    let mut batch = Vec::new();
     let mut written = 0u64;
-    for n in 1..total {
-        let e = if n < 100 {
+    write_session(path, total, |n| {
+        if n < 100 {
             // Events 2..=100 hold the history: an even share each, the remainder first.
             let count = messages / 99 + u64::from(n <= messages % 99);
-            let msgs: Vec<Message> = (written..written + count)
-                .map(|k| {
-                    let kind = [Kind::Prose, Kind::Code, Kind::Json, Kind::Log][(k % 4) as usize];
-                    Message::user(text(kind, 600 + (k as usize * 37) % 1500, k))
-                })
-                .collect();
+            let msgs: Vec<Message> = (written..written + count).map(message).collect();
             written += count;
             NewEvent::new(format!("d{n}"), ts(n), EventBody::MessageAppended { count })
                 .with_history(HistoryChange::Append(msgs))
         } else {
             NewEvent::new(format!("d{n}"), ts(n), quiet_event(n))
-        };
-        batch.push(e);
-        if batch.len() == 1000 {
-            j.append("s", None, std::mem::take(&mut batch))?;
         }
-    }
-    j.append("s", None, batch)?;
+    })?;
     anyhow::ensure!(written == messages, "depth session holds {written} messages, not {messages}");
     Ok(())
+}
+
+/// A request of `n` bytes, accepted.
+fn request_sent(n: u64) -> EventBody {
+    EventBody::RequestSent {
+        attempt: 0,
+        bytes: n,
+        estimated_tokens: n / 4,
+        real_tokens: None,
+        history_digest: "0".repeat(16),
+        accepted: true,
+    }
 }
 
 /// An event that leaves the history as it is: a request, a response or a skipped compaction.
 fn quiet_event(n: u64) -> EventBody {
     match n % 3 {
-        0 => EventBody::RequestSent {
-            attempt: 0,
-            bytes: n,
-            estimated_tokens: n / 4,
-            real_tokens: None,
-            history_digest: "0".repeat(16),
-            accepted: true,
-        },
+        0 => request_sent(n),
         1 => EventBody::ResponseReceived {
             stop_reason: salvage_types::capture::StopReason::EndTurn,
             output_tokens: Some(n % 900),

@@ -125,9 +125,8 @@ fn listed(j: &Journal) -> Vec<(u64, usize)> {
 #[test]
 fn a_delta_row_lists_only_the_hashes_after_its_base() {
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("listed.db");
-    build(&p, 1300);
-    let j = Journal::open(&p, &Options::read_only()).unwrap();
+    build(&dir.path().join("listed.db"), 1300);
+    let j = Journal::open(&dir.path().join("listed.db"), &Options::read_only()).unwrap();
     let deltas: Vec<u64> = rows(&j).into_iter().map(|(s, d)| if d { s } else { 0 }).collect();
     let mut before = 0;
     for ((seq, n), delta) in listed(&j).into_iter().zip(deltas) {
