@@ -114,26 +114,31 @@ fn parent_state(
     }
 }
 
-/// Stores an event's new messages and returns its history splice against `state`.
+/// Stores an event's new messages and returns its history splice against `state`. The JSON of
+/// each message this call stored goes into `fresh`, for the next snapshot.
 fn store_history(
     tx: &Connection,
     clock: &dyn Clock,
     state: &State,
     h: &HistoryChange,
+    fresh: &mut Fresh,
 ) -> Result<Option<Delta>, JournalError> {
+    let mut store = |m: &Message| -> Result<MsgHash, JournalError> {
+        let (hash, json) = store_message(tx, clock, m)?;
+        if let Some(json) = json {
+            fresh.insert(hash, json);
+        }
+        Ok(hash)
+    };
     match h {
         HistoryChange::None => Ok(None),
         HistoryChange::Append(msgs) if msgs.is_empty() => Ok(None),
         HistoryChange::Append(msgs) => {
-            let insert = msgs
-                .iter()
-                .map(|m| store_message(tx, clock, m).map(|h| hex(&h)))
-                .collect::<Result<_, _>>()?;
+            let insert = msgs.iter().map(|m| store(m).map(|h| hex(&h))).collect::<Result<_, _>>()?;
             Ok(Some(Delta { at: state.history.len(), remove: 0, insert }))
         }
         HistoryChange::Set(msgs) => {
-            let hashes: Vec<MsgHash> =
-                msgs.iter().map(|m| store_message(tx, clock, m)).collect::<Result<_, _>>()?;
+            let hashes: Vec<MsgHash> = msgs.iter().map(&mut store).collect::<Result<_, _>>()?;
             Ok(diff(&state.history, &hashes))
         }
     }
@@ -217,12 +222,14 @@ fn maybe_snapshot(
     depth: u64,
     state: &State,
     last: &mut Option<snapshot::Last>,
+    fresh: &mut Fresh,
 ) -> Result<Option<snapshot::Written>, JournalError> {
     if depth == 0 || depth.checked_rem(snapshot_interval(state.history.len())) != Some(0) {
         return Ok(None);
     }
-    let (written, now) = snapshot::build(tx, session, seq, state, last.as_ref())?;
+    let (written, now) = snapshot::build(tx, session, seq, state, last.as_ref(), fresh)?;
     *last = Some(now);
+    fresh.clear();
     Ok(Some(written))
 }
 
@@ -234,7 +241,12 @@ struct Cursor {
     state: (u64, State, Option<u64>),
     /// The latest snapshot of the session, when known.
     last: Option<snapshot::Last>,
+    /// The JSON of the messages this transaction stored since its latest snapshot.
+    fresh: Fresh,
 }
+
+/// Messages stored by this transaction, by hash: their JSON as stored.
+type Fresh = std::collections::HashMap<MsgHash, Vec<u8>>;
 
 /// Appends one event at `cursor.seq + 1`.
 fn append_one(
@@ -246,7 +258,7 @@ fn append_one(
 ) -> Result<Appended, JournalError> {
     let seq = next(session, cursor.seq)?;
     let (parent, mut state, depth) = parent_state(tx, session, seq, e.parent, &mut cursor.state)?;
-    let delta = store_history(tx, clock, &state, &e.history)?;
+    let delta = store_history(tx, clock, &state, &e.history, &mut cursor.fresh)?;
     let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
     let delta_bytes = delta
         .as_ref()
@@ -255,7 +267,7 @@ fn append_one(
         .map_err(|x| JournalError::Invalid(x.to_string()))?;
     let ts = rfc3339(&e.ts);
     state.apply(session, seq, parent, &e.body, delta.as_ref())?;
-    let snap = maybe_snapshot(tx, session, seq, depth, &state, &mut cursor.last)?;
+    let snap = maybe_snapshot(tx, session, seq, depth, &state, &mut cursor.last, &mut cursor.fresh)?;
     let row = hash_chain::Row {
         session,
         seq,
@@ -425,7 +437,13 @@ impl Journal {
             _ if head_seq == 0 => (State::default(), None),
             _ => (fold(&tx, session, head_seq, None)?, None),
         };
-        let mut cursor = Cursor { seq: head_seq, prev_hash: head_hash, state: (head_seq, state, None), last };
+        let mut cursor = Cursor {
+            seq: head_seq,
+            prev_hash: head_hash,
+            state: (head_seq, state, None),
+            last,
+            fresh: Fresh::new(),
+        };
         let mut appended = Vec::with_capacity(events.len());
         for e in &events {
             appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e)?);

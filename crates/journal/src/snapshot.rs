@@ -16,7 +16,9 @@
 //! decompresses every frame into one buffer and parses one array. A history that is not an
 //! extension of the latest snapshot's (a rewrite, a rewind) is one frame. A writer keeps its
 //! latest snapshot ([`Last`]) beside its head state, so its next snapshot reads no earlier row
-//! (except, once per chain, the rows it copies); a cold writer reads the latest row back.
+//! (except, once per chain, the rows it copies); a cold writer reads the latest row back. The
+//! messages a transaction stored itself enter its snapshots from the bytes it hashed, not read
+//! back; a message that was already stored is read back (it may have been redacted since).
 //!
 //! Design decision (integrity): the event a snapshot is taken at records the snapshot's BLAKE3
 //! ([`digest`], over the state and the stored history bytes) in its `snapshot_hash` column, which
@@ -84,11 +86,18 @@ pub(crate) fn digest(state: &[u8], history: &[u8]) -> [u8; 32] {
 }
 
 /// The stored JSON of the messages `hashes`, joined by commas (the inside of a JSON array). Each
-/// is checked against its hash here, once, as it enters a snapshot (a body that differs is
-/// accepted only for a redacted message): restores through the snapshot then rely on the
-/// snapshot's own hash, which the chain covers.
-fn joined(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Result<Vec<u8>, JournalError> {
-    let mut unique = hashes.to_vec();
+/// read back is checked against its hash here, once, as it enters a snapshot (a body that differs
+/// is accepted only for a redacted message): restores through the snapshot then rely on the
+/// snapshot's own hash, which the chain covers. The messages the writer stored in this
+/// transaction (`fresh`, hashed from these very bytes) are not read back.
+fn joined(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    hashes: &[MsgHash],
+    fresh: &HashMap<MsgHash, Vec<u8>>,
+) -> Result<Vec<u8>, JournalError> {
+    let mut unique: Vec<MsgHash> = hashes.iter().filter(|h| !fresh.contains_key(*h)).copied().collect();
     unique.sort_unstable();
     unique.dedup();
     let raw: HashMap<MsgHash, Vec<u8>> = fetch_raw(conn, session, seq, &unique)?.into_iter().collect();
@@ -101,14 +110,16 @@ fn joined(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Res
             ));
         }
     }
-    let total: usize = raw.values().map(Vec::len).fold(0, usize::saturating_add);
+    let size = |h: &MsgHash| fresh.get(h).or_else(|| raw.get(h)).map_or(0, Vec::len);
+    let total: usize = hashes.iter().map(size).fold(0, usize::saturating_add);
     let mut out = Vec::with_capacity(total.saturating_add(hashes.len()));
     for (n, h) in hashes.iter().enumerate() {
         if n > 0 {
             out.push(b',');
         }
-        let json = raw
+        let json = fresh
             .get(h)
+            .or_else(|| raw.get(h))
             .ok_or_else(|| JournalError::corrupt(session, seq, format!("message {} is missing", hex(h))))?;
         out.extend_from_slice(json);
     }
@@ -160,6 +171,7 @@ pub(crate) fn build(
     seq: u64,
     state: &State,
     last: Option<&Last>,
+    fresh: &HashMap<MsgHash, Vec<u8>>,
 ) -> Result<(Written, Last), JournalError> {
     let read_back;
     let base = match last {
@@ -191,7 +203,7 @@ pub(crate) fn build(
     let tail = state.history.get(from..).unwrap_or_default();
     if !tail.is_empty() {
         let mut text = if from > 0 { vec![b','] } else { Vec::new() };
-        text.extend_from_slice(&joined(conn, session, seq, tail)?);
+        text.extend_from_slice(&joined(conn, session, seq, tail, fresh)?);
         let frame = zstd::bulk::compress(&text, LEVEL)
             .map_err(|e| JournalError::Invalid(format!("session {session}, event {seq}: snapshot: {e}")))?;
         history.extend_from_slice(&frame);

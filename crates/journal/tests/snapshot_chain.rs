@@ -169,3 +169,33 @@ fn a_rolled_back_snapshot_is_never_extended_by_the_writer() {
         assert_eq!(&j.view_at("s", *s).unwrap(), w, "event {s}");
     }
 }
+
+#[test]
+fn a_redacted_message_appended_again_enters_snapshots_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("again.db");
+    build(&p, 10);
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    let hash = j.history_hashes("s", 10).unwrap()[6];
+    let secret = j.messages_by_hash("s", 10, &[hash]).unwrap().remove(0);
+    let body = EventBody::Redaction { keys: vec![], counts: Default::default() };
+    j.redact_messages("s", &[(hash, Message::user("[redacted]"))], NewEvent::new("red", ts(999), body))
+        .unwrap();
+    // The same content again, in the batch that takes the next snapshot (event 65): the writer
+    // holds its original bytes, the stored row its replacement.
+    let again = |n: u64| {
+        NewEvent::new(format!("again{n}"), ts(1000 + n), EventBody::MessageAppended { count: 1 })
+            .with_history(HistoryChange::Append(vec![secret.clone()]))
+    };
+    j.append("s", None, (12..80).map(again).collect()).unwrap();
+    let seqs: Vec<u64> = rows(&j).into_iter().map(|(s, _)| s).chain([79]).collect();
+    assert_eq!(seqs[0], 65, "{seqs:?}");
+    drop(j);
+    let want = without_snapshots(&p, &seqs);
+    let j = Journal::open(&p, &Options::read_only()).unwrap();
+    for (s, w) in seqs.iter().zip(&want) {
+        let v = j.view_at("s", *s).unwrap();
+        assert!(v.history.iter().all(|m| m.content != secret.content), "event {s}");
+        assert_eq!(&v, w, "event {s}");
+    }
+}
