@@ -105,8 +105,8 @@ const RESTORE: (&str, &str) = (
     "parse that history from a JSON file",
 );
 const DEPTH: (&str, &str) = (
-    "restore with history at the last event vs at event 100, cold handle",
-    "restore with history at event 100",
+    "restore at the last of 10 000 events vs at event 100, same 1 000-message history, cold handle",
+    "restore at event 100 (history complete there; no history change after it)",
 );
 
 /// One durable (synchronous=FULL) transaction per event.
@@ -147,38 +147,97 @@ fn durable(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result<Row> 
     ))
 }
 
-/// Writes the restore session: `total` events whose history reaches 1 000 messages.
-fn restore_session(path: &Path, total: u64) -> anyhow::Result<Vec<Message>> {
+/// Writes a session of `total` events (`event(n)` for n in 1..total) in batches of 1 000.
+fn write_session(path: &Path, total: u64, mut event: impl FnMut(u64) -> NewEvent) -> anyhow::Result<()> {
     let mut j = Journal::open(path, &Options::default())?;
     start(&mut j)?;
-    let every = total / 1000;
     let mut batch = Vec::new();
-    let mut history = Vec::new();
     for n in 1..total {
-        let e = if n % every == 0 && history.len() < 1000 {
-            let kind = [Kind::Prose, Kind::Code, Kind::Json, Kind::Log][(n % 4) as usize];
-            let m = Message::user(text(kind, 600 + (n as usize * 37) % 1500, n));
-            history.push(m.clone());
-            NewEvent::new(format!("r{n}"), ts(n), EventBody::MessageAppended { count: 1 })
-                .with_history(HistoryChange::Append(vec![m]))
-        } else {
-            let body = EventBody::RequestSent {
-                attempt: 0,
-                bytes: n,
-                estimated_tokens: n / 4,
-                real_tokens: None,
-                history_digest: "0".repeat(16),
-                accepted: true,
-            };
-            NewEvent::new(format!("r{n}"), ts(n), body)
-        };
-        batch.push(e);
+        batch.push(event(n));
         if batch.len() == 1000 {
             j.append("s", None, std::mem::take(&mut batch))?;
         }
     }
     j.append("s", None, batch)?;
+    Ok(())
+}
+
+/// Message `k` of a restore session: 600–2 100 bytes of mixed text.
+fn message(k: u64) -> Message {
+    let kind = [Kind::Prose, Kind::Code, Kind::Json, Kind::Log][(k % 4) as usize];
+    Message::user(text(kind, 600 + (k as usize * 37) % 1500, k))
+}
+
+/// Writes the restore session: `total` events whose history reaches 1 000 messages.
+fn restore_session(path: &Path, total: u64) -> anyhow::Result<Vec<Message>> {
+    let every = total / 1000;
+    let mut history = Vec::new();
+    write_session(path, total, |n| {
+        if n % every == 0 && history.len() < 1000 {
+            let m = message(n);
+            history.push(m.clone());
+            NewEvent::new(format!("r{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                .with_history(HistoryChange::Append(vec![m]))
+        } else {
+            NewEvent::new(format!("r{n}"), ts(n), request_sent(n))
+        }
+    })?;
     Ok(history)
+}
+
+/// Writes the depth session: `total` events whose history reaches `messages` messages by event
+/// 100 and does not change after it (requests, responses and skipped compactions follow), so a
+/// restore at event 100 and at the last event decode the same history at different depths.
+fn depth_session(path: &Path, total: u64, messages: u64) -> anyhow::Result<()> {
+    let mut written = 0u64;
+    write_session(path, total, |n| {
+        if n < 100 {
+            // Events 2..=100 hold the history: an even share each, the remainder first.
+            let count = messages / 99 + u64::from(n <= messages % 99);
+            let msgs: Vec<Message> = (written..written + count).map(message).collect();
+            written += count;
+            NewEvent::new(format!("d{n}"), ts(n), EventBody::MessageAppended { count })
+                .with_history(HistoryChange::Append(msgs))
+        } else {
+            NewEvent::new(format!("d{n}"), ts(n), quiet_event(n))
+        }
+    })?;
+    anyhow::ensure!(written == messages, "depth session holds {written} messages, not {messages}");
+    Ok(())
+}
+
+/// A request of `n` bytes, accepted.
+fn request_sent(n: u64) -> EventBody {
+    EventBody::RequestSent {
+        attempt: 0,
+        bytes: n,
+        estimated_tokens: n / 4,
+        real_tokens: None,
+        history_digest: "0".repeat(16),
+        accepted: true,
+    }
+}
+
+/// An event that leaves the history as it is: a request, a response or a skipped compaction.
+fn quiet_event(n: u64) -> EventBody {
+    match n % 3 {
+        0 => request_sent(n),
+        1 => EventBody::ResponseReceived {
+            stop_reason: salvage_types::capture::StopReason::EndTurn,
+            output_tokens: Some(n % 900),
+        },
+        _ => EventBody::Compaction {
+            trigger: salvage_types::event::Trigger::Auto,
+            level: 1,
+            outcome: salvage_types::event::StepOutcome::Skipped,
+            backoff_skip: false,
+            route: None,
+            cost: Default::default(),
+            by: None,
+            pre_tokens: None,
+            archived: None,
+        },
+    }
 }
 
 /// A cold restore as `salvage journal` runs it: a fresh read-only handle on the file (no cache
@@ -195,14 +254,14 @@ fn cold_view(path: &Path, seq: u64, want: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The restore session on disk, its history as a JSON file, and its last event.
+/// The restore session on disk, its history as a JSON file, and its last event; and the depth
+/// session (its history complete at event 100).
 struct Restore {
     db: std::path::PathBuf,
+    depth_db: std::path::PathBuf,
     json: std::path::PathBuf,
     messages: usize,
     last: u64,
-    /// Events per message (event `seq` holds `(seq - 1) / every` messages).
-    every: u64,
 }
 
 fn restore_setup(plan: &Plan, dir: &Path) -> anyhow::Result<Restore> {
@@ -218,7 +277,9 @@ fn restore_setup(plan: &Plan, dir: &Path) -> anyhow::Result<Restore> {
     let json = dir.join("history.json");
     std::fs::write(&json, serde_json::to_vec(&history)?)?;
     let last = Journal::open(&db, &Options::read_only())?.version("s")?;
-    Ok(Restore { db, json, messages: history.len(), last, every: total / 1000 })
+    let depth_db = dir.join("depth.db");
+    depth_session(&depth_db, total, 1000)?;
+    Ok(Restore { db, depth_db, json, messages: history.len(), last })
 }
 
 fn restore_whole(plan: &Plan, r: &Restore) -> anyhow::Result<Row> {
@@ -241,12 +302,14 @@ fn restore_whole(plan: &Plan, r: &Restore) -> anyhow::Result<Row> {
     ))
 }
 
+/// The same history size at two depths (spec/storage.md: restore cost is bounded by snapshots,
+/// not by the session length): the depth session at event 100 and at its last event.
 fn restore_depth(plan: &Plan, r: &Restore) -> anyhow::Result<Row> {
-    let at100 = usize::try_from(99 / r.every)?;
+    let last = Journal::open(&r.depth_db, &Options::read_only())?.version("s")?;
     let pair = try_interleave(
         plan.rounds,
-        || cold_view(&r.db, 100, at100),
-        || cold_view(&r.db, r.last, r.messages),
+        || cold_view(&r.depth_db, 100, 1000),
+        || cold_view(&r.depth_db, last, 1000),
     )?;
     Ok(Row::at_most(
         DEPTH.0,

@@ -114,26 +114,31 @@ fn parent_state(
     }
 }
 
-/// Stores an event's new messages and returns its history splice against `state`.
+/// Stores an event's new messages and returns its history splice against `state`. The JSON of
+/// each message this call stored goes into `fresh`, for the next snapshot.
 fn store_history(
     tx: &Connection,
     clock: &dyn Clock,
     state: &State,
     h: &HistoryChange,
+    fresh: &mut Fresh,
 ) -> Result<Option<Delta>, JournalError> {
+    let mut store = |m: &Message| -> Result<MsgHash, JournalError> {
+        let (hash, json) = store_message(tx, clock, m)?;
+        if let Some(json) = json {
+            fresh.insert(hash, json);
+        }
+        Ok(hash)
+    };
     match h {
         HistoryChange::None => Ok(None),
         HistoryChange::Append(msgs) if msgs.is_empty() => Ok(None),
         HistoryChange::Append(msgs) => {
-            let insert = msgs
-                .iter()
-                .map(|m| store_message(tx, clock, m).map(|h| hex(&h)))
-                .collect::<Result<_, _>>()?;
+            let insert = msgs.iter().map(|m| store(m).map(|h| hex(&h))).collect::<Result<_, _>>()?;
             Ok(Some(Delta { at: state.history.len(), remove: 0, insert }))
         }
         HistoryChange::Set(msgs) => {
-            let hashes: Vec<MsgHash> =
-                msgs.iter().map(|m| store_message(tx, clock, m)).collect::<Result<_, _>>()?;
+            let hashes: Vec<MsgHash> = msgs.iter().map(&mut store).collect::<Result<_, _>>()?;
             Ok(diff(&state.history, &hashes))
         }
     }
@@ -208,18 +213,24 @@ fn link_blobs(
 }
 
 /// Builds a snapshot of `state` (the state after the event) when `depth` is on the snapshot
-/// interval; its hash goes into the event row, so the chain vouches for it.
+/// interval, extending `last` (which it then replaces); its hash goes into the event row, so the
+/// chain vouches for it.
 fn maybe_snapshot(
     tx: &Connection,
     session: &str,
     seq: u64,
     depth: u64,
     state: &State,
+    last: &mut Option<snapshot::Last>,
+    fresh: &mut Fresh,
 ) -> Result<Option<snapshot::Written>, JournalError> {
     if depth == 0 || depth.checked_rem(snapshot_interval(state.history.len())) != Some(0) {
         return Ok(None);
     }
-    snapshot::build(tx, session, seq, state).map(Some)
+    let (written, now) = snapshot::build(tx, session, seq, state, last.as_ref(), fresh)?;
+    *last = Some(now);
+    fresh.clear();
+    Ok(Some(written))
 }
 
 /// Where a batch stands: the chain head and the state after the latest event.
@@ -228,7 +239,14 @@ struct Cursor {
     prev_hash: [u8; 32],
     /// (seq, state after it, its depth when known).
     state: (u64, State, Option<u64>),
+    /// The latest snapshot of the session, when known.
+    last: Option<snapshot::Last>,
+    /// The JSON of the messages this transaction stored since its latest snapshot.
+    fresh: Fresh,
 }
+
+/// Messages stored by this transaction, by hash: their JSON as stored.
+type Fresh = std::collections::HashMap<MsgHash, Vec<u8>>;
 
 /// Appends one event at `cursor.seq + 1`.
 fn append_one(
@@ -240,7 +258,7 @@ fn append_one(
 ) -> Result<Appended, JournalError> {
     let seq = next(session, cursor.seq)?;
     let (parent, mut state, depth) = parent_state(tx, session, seq, e.parent, &mut cursor.state)?;
-    let delta = store_history(tx, clock, &state, &e.history)?;
+    let delta = store_history(tx, clock, &state, &e.history, &mut cursor.fresh)?;
     let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
     let delta_bytes = delta
         .as_ref()
@@ -249,7 +267,7 @@ fn append_one(
         .map_err(|x| JournalError::Invalid(x.to_string()))?;
     let ts = rfc3339(&e.ts);
     state.apply(session, seq, parent, &e.body, delta.as_ref())?;
-    let snap = maybe_snapshot(tx, session, seq, depth, &state)?;
+    let snap = maybe_snapshot(tx, session, seq, depth, &state, &mut cursor.last, &mut cursor.fresh)?;
     let row = hash_chain::Row {
         session,
         seq,
@@ -269,7 +287,9 @@ fn append_one(
     if let Some(w) = &snap {
         snapshot::write(tx, session, seq, w)?;
     }
-    *cursor = Cursor { seq, prev_hash: hash, state: (seq, state, Some(depth)) };
+    cursor.seq = seq;
+    cursor.prev_hash = hash;
+    cursor.state = (seq, state, Some(depth));
     Ok(Appended { seq, hash, inserted: true })
 }
 
@@ -393,6 +413,9 @@ impl Journal {
         what: Begin<'_>,
     ) -> Result<Vec<Appended>, JournalError> {
         let cached = self.head.remove(session);
+        // The writer's latest snapshot holds only while its head does, and not across a
+        // redaction (which drops the rows holding the redacted messages).
+        let last = self.snapshots.remove(session).filter(|_| matches!(what, Begin::Existing));
         let clock = self.clock.clone();
         let tx = self
             .store
@@ -409,12 +432,18 @@ impl Journal {
                 actual: head_seq,
             });
         }
-        let state = match cached {
-            Some((s, st)) if s == head_seq => st,
-            _ if head_seq == 0 => State::default(),
-            _ => fold(&tx, session, head_seq, None)?,
+        let (state, last) = match cached {
+            Some((s, st)) if s == head_seq => (st, last),
+            _ if head_seq == 0 => (State::default(), None),
+            _ => (fold(&tx, session, head_seq, None)?, None),
         };
-        let mut cursor = Cursor { seq: head_seq, prev_hash: head_hash, state: (head_seq, state, None) };
+        let mut cursor = Cursor {
+            seq: head_seq,
+            prev_hash: head_hash,
+            state: (head_seq, state, None),
+            last,
+            fresh: Fresh::new(),
+        };
         let mut appended = Vec::with_capacity(events.len());
         for e in &events {
             appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e)?);
@@ -425,6 +454,9 @@ impl Journal {
         tx.commit().map_err(sql("append"))?;
         let (seq, state, _) = cursor.state;
         self.head.insert(session.to_string(), (seq, state));
+        if let Some(last) = cursor.last {
+            self.snapshots.insert(session.to_string(), last);
+        }
         Ok(appended)
     }
 

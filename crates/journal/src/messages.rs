@@ -29,26 +29,29 @@ pub(crate) fn message_json(m: &Message) -> Result<Vec<u8>, JournalError> {
     serde_json::to_vec(m).map_err(|e| JournalError::Invalid(e.to_string()))
 }
 
-/// Stores a message (once per distinct content) and returns its hash.
+/// Stores a message (once per distinct content): its hash, and its JSON when this call stored it
+/// (`None` when the content was stored before: it may have been redacted since, so the stored row
+/// is what a restore returns, not these bytes).
 pub(crate) fn store_message(
     conn: &Connection,
     clock: &dyn Clock,
     m: &Message,
-) -> Result<MsgHash, JournalError> {
+) -> Result<(MsgHash, Option<Vec<u8>>), JournalError> {
     let json = message_json(m)?;
     let hash = message_hash(&json);
     if json.len() <= LARGE_MESSAGE {
-        conn.prepare_cached("INSERT OR IGNORE INTO messages (hash, body, ccr_key) VALUES (?1, ?2, NULL)")
+        let stored = conn
+            .prepare_cached("INSERT OR IGNORE INTO messages (hash, body, ccr_key) VALUES (?1, ?2, NULL)")
             .and_then(|mut st| st.execute(params![&hash[..], json]))
             .map_err(sql("store message"))?;
-        return Ok(hash);
+        return Ok((hash, (stored == 1).then_some(json)));
     }
     let exists = conn
         .prepare_cached("SELECT 1 FROM messages WHERE hash = ?1")
         .and_then(|mut st| st.exists([&hash[..]]))
         .map_err(sql("store message"))?;
     if exists {
-        return Ok(hash);
+        return Ok((hash, None));
     }
     let ccr = Ccr::new(conn, clock);
     let key = ccr.put(&json).map_err(|e| JournalError::Invalid(e.to_string()))?.key;
@@ -56,7 +59,7 @@ pub(crate) fn store_message(
     conn.prepare_cached("INSERT INTO messages (hash, body, ccr_key) VALUES (?1, NULL, ?2)")
         .and_then(|mut st| st.execute(params![&hash[..], &key.0[..]]))
         .map_err(sql("store message"))?;
-    Ok(hash)
+    Ok((hash, Some(json)))
 }
 
 /// True when `salvage journal redact` replaced this message's content.

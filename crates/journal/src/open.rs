@@ -31,6 +31,8 @@ pub struct Journal {
     pub(crate) store: Store,
     /// State after each session's latest appended event, so sequential appends need no fold.
     pub(crate) head: HashMap<String, (u64, State)>,
+    /// Each session's latest snapshot as this handle wrote or read it, valid with `head`.
+    pub(crate) snapshots: HashMap<String, crate::snapshot::Last>,
     /// The time CCR writes are stamped with (`created_at`, `last_access`).
     pub(crate) clock: Arc<dyn Clock + Send + Sync>,
 }
@@ -49,7 +51,7 @@ impl Journal {
 
     /// Wraps an open store.
     pub fn from_store(store: Store) -> Journal {
-        Journal { store, head: HashMap::new(), clock: Arc::new(SystemClock) }
+        Journal { store, head: HashMap::new(), snapshots: HashMap::new(), clock: Arc::new(SystemClock) }
     }
 
     /// The same journal with CCR writes stamped by `clock` (deterministic runs inject theirs).

@@ -118,11 +118,12 @@ fn history_from(
     snap: Option<snapshot::Read>,
 ) -> Result<Vec<Message>, JournalError> {
     let Some(snap) = snap else { return load_messages(conn, session, seq, hashes) };
-    // A chain a redaction cut short: the messages row by row.
-    let Some(msgs) = snapshot::decode_history(conn, session, &snap)? else {
-        return load_messages(conn, session, seq, hashes);
-    };
-    if snap.state.history == hashes {
+    let mut msgs = snapshot::decode_history(session, &snap)?;
+    // Messages appended after the snapshot (the common case): loaded and added at the end.
+    if let Some(rest) = hashes.strip_prefix(snap.state.history.as_slice()) {
+        if !rest.is_empty() {
+            msgs.extend(load_messages(conn, session, seq, rest)?);
+        }
         return Ok(msgs);
     }
     let mut decoded: HashMap<MsgHash, Message> = snap.state.history.iter().copied().zip(msgs).collect();

@@ -6,12 +6,19 @@
 //! JSON joined by commas (the inside of a JSON array). Design decision (incremental snapshots):
 //! a snapshot extends a base — the latest snapshot at or before it whose history is a prefix of
 //! its own — and holds only a skippable frame naming the base and one frame of the messages after
-//! it, so each message is read, hash-checked and compressed once and snapshot work grows linearly
+//! it, and its state lists only the hashes after the base (a whole row's lists them all), so each
+//! message is read, hash-checked, compressed and listed once and snapshot work grows linearly
 //! with the session (re-compressing the whole history at every snapshot made batched appends five
-//! times slower). A chain is at most [`MAX_CHAIN`] rows: the snapshot that would make it longer
-//! holds the chain's frames again, copied as they are (nothing recompressed), so a restore reads
-//! at most that many rows, decompresses every frame into one buffer and parses one array. A
-//! history that is not an extension of the latest snapshot's (a rewrite, a rewind) is one frame.
+//! times slower; listing every hash again in every row cost a writer as much as compressing, and
+//! a restore reading a chain of 16 rows sixteen copies of the list). A chain is at most
+//! [`MAX_CHAIN`] rows: the snapshot that would make it longer holds the chain's frames again,
+//! copied as they are (nothing recompressed), so a restore reads at most that many rows,
+//! decompresses every frame into one buffer and parses one array. A history that is not an
+//! extension of the latest snapshot's (a rewrite, a rewind) is one frame. A writer keeps its
+//! latest snapshot ([`Last`]) beside its head state, so its next snapshot reads no earlier row
+//! (except, once per chain, the rows it copies); a cold writer reads the latest row back. The
+//! messages a transaction stored itself enter its snapshots from the bytes it hashed, not read
+//! back; a message that was already stored is read back (it may have been redacted since).
 //!
 //! Design decision (integrity): the event a snapshot is taken at records the snapshot's BLAKE3
 //! ([`digest`], over the state and the stored history bytes) in its `snapshot_hash` column, which
@@ -23,9 +30,10 @@
 //! by `journal verify`, not on restores through a snapshot: the snapshot's hash vouches for those
 //! bytes, and checking it costs one BLAKE3 pass over the compressed bytes, a fraction of
 //! re-hashing every message. Snapshots stay disposable: a row that is missing (deleted, or dropped
-//! by a redaction of a message it holds) is folded past, and a chain missing a row is read row by
-//! row; a row at an event that records no snapshot hash is never read (migration 0005 dropped the
-//! unvouched state snapshots written before).
+//! by a redaction of a message it holds) is folded past, and so is a row whose chain misses one;
+//! a row at an event that records no snapshot hash is never read (migration 0005 dropped the
+//! unvouched state snapshots written before). Rows of reducer version 1 listed every hash in every
+//! row; version 2 rows list only their own, and the version-1 rows of an older file are ignored.
 
 use crate::error::{i, sql, stored_hash, JournalError};
 use crate::messages::{fetch_raw, is_redacted, message_hash};
@@ -56,14 +64,14 @@ pub(crate) struct Written {
     pub hash: [u8; 32],
 }
 
-/// A snapshot as read back (verified): the state, and the compressed history.
+/// A snapshot as read back (every row of its chain verified): the state, and the history blobs.
 pub(crate) struct Read {
     /// The event it was taken at.
     pub seq: u64,
-    /// The state after it.
+    /// The state after it, its whole history listed.
     pub state: State,
-    /// The history's compressed JSON array.
-    pub history: Vec<u8>,
+    /// The history blobs of its chain's rows, the whole one first and its own last.
+    pub rows: Vec<Vec<u8>>,
 }
 
 /// BLAKE3 over a snapshot's stored bytes, each length-prefixed.
@@ -78,11 +86,18 @@ pub(crate) fn digest(state: &[u8], history: &[u8]) -> [u8; 32] {
 }
 
 /// The stored JSON of the messages `hashes`, joined by commas (the inside of a JSON array). Each
-/// is checked against its hash here, once, as it enters a snapshot (a body that differs is
-/// accepted only for a redacted message): restores through the snapshot then rely on the
-/// snapshot's own hash, which the chain covers.
-fn joined(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Result<Vec<u8>, JournalError> {
-    let mut unique = hashes.to_vec();
+/// read back is checked against its hash here, once, as it enters a snapshot (a body that differs
+/// is accepted only for a redacted message): restores through the snapshot then rely on the
+/// snapshot's own hash, which the chain covers. The messages the writer stored in this
+/// transaction (`fresh`, hashed from these very bytes) are not read back.
+fn joined(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    hashes: &[MsgHash],
+    fresh: &HashMap<MsgHash, Vec<u8>>,
+) -> Result<Vec<u8>, JournalError> {
+    let mut unique: Vec<MsgHash> = hashes.iter().filter(|h| !fresh.contains_key(*h)).copied().collect();
     unique.sort_unstable();
     unique.dedup();
     let raw: HashMap<MsgHash, Vec<u8>> = fetch_raw(conn, session, seq, &unique)?.into_iter().collect();
@@ -95,91 +110,111 @@ fn joined(conn: &Connection, session: &str, seq: u64, hashes: &[MsgHash]) -> Res
             ));
         }
     }
-    let total: usize = raw.values().map(Vec::len).fold(0, usize::saturating_add);
+    let size = |h: &MsgHash| fresh.get(h).or_else(|| raw.get(h)).map_or(0, Vec::len);
+    let total: usize = hashes.iter().map(size).fold(0, usize::saturating_add);
     let mut out = Vec::with_capacity(total.saturating_add(hashes.len()));
     for (n, h) in hashes.iter().enumerate() {
         if n > 0 {
             out.push(b',');
         }
-        let json = raw
+        let json = fresh
             .get(h)
+            .or_else(|| raw.get(h))
             .ok_or_else(|| JournalError::corrupt(session, seq, format!("message {} is missing", hex(h))))?;
         out.extend_from_slice(json);
     }
     Ok(out)
 }
 
-/// The latest verified snapshot of the session at or before `seq` whose history is a prefix of
-/// `history`: the base a new snapshot extends. A row that fails its check is not used (verify
-/// reports it); the new snapshot is then built in full.
-fn base(
-    conn: &Connection,
-    session: &str,
-    seq: u64,
-    hashes: &[MsgHash],
-) -> Result<Option<Read>, JournalError> {
-    type BaseRow = (i64, Vec<u8>, Vec<u8>, Option<Vec<u8>>);
-    let row: Option<BaseRow> = conn
+/// The latest snapshot a writer wrote (or read back) for a session: what its next snapshot
+/// extends. The journal handle keeps it beside the head state, so a writer's next snapshot needs
+/// no read of the rows before it.
+#[derive(Debug, Clone)]
+pub(crate) struct Last {
+    /// The event it was taken at.
+    pub seq: u64,
+    /// Its whole history.
+    pub history: Vec<MsgHash>,
+    /// The rows its history is spread over, itself included.
+    pub rows: usize,
+}
+
+/// The latest verified snapshot of the session at or before `seq` (a row that fails its check,
+/// or whose chain is cut short, is not used: verify reports the first; the new snapshot is then
+/// built whole).
+fn latest(conn: &Connection, session: &str, seq: u64) -> Result<Option<Read>, JournalError> {
+    let at: Option<i64> = conn
         .prepare_cached(
-            "SELECT s.seq, s.state, s.history, e.snapshot_hash FROM snapshots AS s
-             JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.seq
-             WHERE s.session_id = ?1 AND s.seq <= ?2 AND s.reducer_version = ?3
-             ORDER BY s.seq DESC LIMIT 1",
+            "SELECT seq FROM snapshots WHERE session_id = ?1 AND seq <= ?2 AND reducer_version = ?3
+             ORDER BY seq DESC LIMIT 1",
         )
-        .and_then(|mut st| {
-            st.query_row(params![session, i(seq), REDUCER_VERSION], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })
-            .optional()
-        })
+        .and_then(|mut st| st.query_row(params![session, i(seq), REDUCER_VERSION], |r| r.get(0)).optional())
         .map_err(sql("snapshot"))?;
-    let Some((at, state, history, Some(recorded))) = row else { return Ok(None) };
-    let Ok(at) = u64::try_from(at) else { return Ok(None) };
-    match verified(session, at, state, history, &recorded) {
-        Ok(r) if hashes.starts_with(&r.state.history) && raw_len(&r.history).is_some() => Ok(Some(r)),
-        _ => Ok(None),
+    let Some(at) = at.and_then(|a| u64::try_from(a).ok()) else { return Ok(None) };
+    match read(conn, session, at) {
+        Ok(r) => Ok(r.filter(|r| r.rows.iter().all(|h| raw_len(frames(h)).is_some()))),
+        Err(JournalError::Corrupt { .. }) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
 /// Builds the snapshot of `state` (taken at `seq` of `session`), incrementally. Its base is the
-/// latest snapshot whose history is a prefix of this one: the new row then holds only a frame
-/// naming the base and the messages after it, compressed as one more frame, so every message is
-/// read and compressed once. A history spread over [`MAX_CHAIN`] rows is written whole instead
-/// (the chain's frames copied as they are). Without a usable base the history is one frame.
-/// Either way it decodes to exactly what a row-by-row restore returns (the stored JSON).
+/// latest snapshot (`last`, the writer's, or else read back) when its history is a prefix of this
+/// one: the new row then holds only a frame naming the base, the hashes after it in its state,
+/// and the messages after it compressed as one more frame, so every message is read and
+/// compressed once. A history spread over [`MAX_CHAIN`] rows is written whole instead (the
+/// chain's frames copied as they are). Without a usable base the history is one frame. Either way
+/// it decodes to exactly what a row-by-row restore returns (the stored JSON).
 pub(crate) fn build(
     conn: &Connection,
     session: &str,
     seq: u64,
     state: &State,
-) -> Result<Written, JournalError> {
-    let (mut history, from) = match base(conn, session, seq, &state.history)? {
-        Some(b) => match bases(conn, session, &b) {
-            Ok(Some(rows)) if rows.len() < MAX_CHAIN.saturating_sub(1) => {
-                (base_frame(b.seq), b.state.history.len())
-            }
-            Ok(Some(rows)) => {
+    last: Option<&Last>,
+    fresh: &HashMap<MsgHash, Vec<u8>>,
+) -> Result<(Written, Last), JournalError> {
+    let read_back;
+    let base = match last {
+        Some(l) => Some(l.clone()),
+        None => {
+            read_back = latest(conn, session, seq)?;
+            read_back.as_ref().map(|r| Last {
+                seq: r.seq,
+                history: r.state.history.clone(),
+                rows: r.rows.len(),
+            })
+        }
+    };
+    let base = base.filter(|b| b.seq < seq && state.history.starts_with(&b.history));
+    let (mut history, from, rows) = match base {
+        Some(b) if b.rows < MAX_CHAIN => (base_frame(b.seq), b.history.len(), b.rows.saturating_add(1)),
+        Some(b) => match read(conn, session, b.seq)? {
+            Some(r) if r.state.history == b.history => {
                 let mut whole = Vec::new();
-                for h in rows.iter().chain(std::iter::once(&b.history)) {
+                for h in &r.rows {
                     whole.extend_from_slice(frames(h));
                 }
-                (whole, b.state.history.len())
+                (whole, b.history.len(), 1)
             }
-            _ => (Vec::new(), 0),
+            _ => (Vec::new(), 0, 1),
         },
-        None => (Vec::new(), 0),
+        None => (Vec::new(), 0, 1),
     };
     let tail = state.history.get(from..).unwrap_or_default();
     if !tail.is_empty() {
         let mut text = if from > 0 { vec![b','] } else { Vec::new() };
-        text.extend_from_slice(&joined(conn, session, seq, tail)?);
+        text.extend_from_slice(&joined(conn, session, seq, tail, fresh)?);
         let frame = zstd::bulk::compress(&text, LEVEL)
             .map_err(|e| JournalError::Invalid(format!("session {session}, event {seq}: snapshot: {e}")))?;
         history.extend_from_slice(&frame);
     }
-    let state = serde_json::to_vec(state).map_err(|e| JournalError::Invalid(e.to_string()))?;
-    let hash = digest(&state, &history);
-    Ok(Written { state, history, hash })
+    // A delta's state lists only the hashes after its base; a whole row's, all of them.
+    let listed = if rows > 1 { tail } else { state.history.as_slice() };
+    let row_state = State { history: listed.to_vec(), ..state.clone() };
+    let row_state = serde_json::to_vec(&row_state).map_err(|e| JournalError::Invalid(e.to_string()))?;
+    let hash = digest(&row_state, &history);
+    let last = Last { seq, history: state.history.clone(), rows };
+    Ok((Written { state: row_state, history, hash }, last))
 }
 
 /// The skippable frame naming a delta's base.
@@ -209,28 +244,6 @@ fn frames(blob: &[u8]) -> &[u8] {
     }
 }
 
-/// The history blobs of the rows `snap`'s history continues, oldest (the whole one) first, each
-/// row checked against the hash its event records; `None` when one is gone (dropped by a
-/// redaction, or deleted).
-fn bases(conn: &Connection, session: &str, snap: &Read) -> Result<Option<Vec<Vec<u8>>>, JournalError> {
-    let mut rows: Vec<Vec<u8>> = Vec::new();
-    let mut next = base_of(&snap.history).map(|b| (snap.seq, b));
-    while let Some((at, b)) = next {
-        if b >= at || rows.len() >= MAX_CHAIN {
-            return Err(JournalError::corrupt(
-                session,
-                at,
-                format!("snapshot names base {b}, not an earlier one"),
-            ));
-        }
-        let Some((_, history)) = checked_row(conn, session, b)? else { return Ok(None) };
-        next = base_of(&history).map(|nb| (b, nb));
-        rows.push(history);
-    }
-    rows.reverse();
-    Ok(Some(rows))
-}
-
 /// The decompressed length of a history blob: the sum of its frames' recorded content sizes
 /// (`None` when a frame does not record its size or the blob is not a sequence of frames).
 fn raw_len(blob: &[u8]) -> Option<usize> {
@@ -256,10 +269,33 @@ pub(crate) fn write(conn: &Connection, session: &str, seq: u64, w: &Written) -> 
 }
 
 /// The snapshot after `seq`, if one of this reducer version is stored with the hash its event
-/// records. A row whose bytes differ from that hash, or that does not decode, is corruption.
+/// records, with the rows of its chain (each checked the same way): the state with its whole
+/// history, and every row's history blob. `None` when a row of the chain is gone (dropped by a
+/// redaction, or deleted): the snapshot cannot be read and a restore folds past it. A row whose
+/// bytes differ from its hash, or that does not decode, is corruption.
 pub(crate) fn read(conn: &Connection, session: &str, seq: u64) -> Result<Option<Read>, JournalError> {
     let Some((state, history)) = checked_row(conn, session, seq)? else { return Ok(None) };
-    Ok(Some(Read { seq, state: decode_state(session, seq, &state)?, history }))
+    let mut state = decode_state(session, seq, &state)?;
+    let mut tails = vec![std::mem::take(&mut state.history)];
+    let mut rows = vec![history];
+    let mut at = seq;
+    while let Some(b) = rows.last().and_then(|h| base_of(h)) {
+        if b >= at || rows.len() >= MAX_CHAIN {
+            return Err(JournalError::corrupt(
+                session,
+                at,
+                format!("snapshot names base {b}, not an earlier one"),
+            ));
+        }
+        let Some((base_state, base_history)) = checked_row(conn, session, b)? else { return Ok(None) };
+        tails.push(decode_state(session, b, &base_state)?.history);
+        rows.push(base_history);
+        at = b;
+    }
+    rows.reverse();
+    tails.reverse();
+    state.history = tails.concat();
+    Ok(Some(Read { seq, state, rows }))
 }
 
 /// A snapshot row's stored state and history.
@@ -283,18 +319,6 @@ fn checked_row(conn: &Connection, session: &str, seq: u64) -> Result<Option<RowB
     let Some((state, history, Some(recorded))) = row else { return Ok(None) };
     vouched(session, seq, &state, &history, &recorded)?;
     Ok(Some((state, history)))
-}
-
-/// A snapshot row checked against the hash its event records, its state decoded.
-fn verified(
-    session: &str,
-    seq: u64,
-    state: Vec<u8>,
-    history: Vec<u8>,
-    recorded: &[u8],
-) -> Result<Read, JournalError> {
-    vouched(session, seq, &state, &history, recorded)?;
-    Ok(Read { seq, state: decode_state(session, seq, &state)?, history })
 }
 
 /// Refuses a snapshot's bytes unless they hash to what its event records.
@@ -324,17 +348,11 @@ pub(crate) fn check(state: &[u8], history: &[u8], recorded: &[u8; 32]) -> Option
         .then(|| "snapshot does not match the hash its event records (it was edited)".to_string())
 }
 
-/// Decodes a snapshot's history: exactly its state's messages, or `None` when a row of its chain
-/// is gone. The frames of every row decompress into one buffer between the array's brackets,
-/// which is parsed once.
-pub(crate) fn decode_history(
-    conn: &Connection,
-    session: &str,
-    snap: &Read,
-) -> Result<Option<Vec<Message>>, JournalError> {
+/// Decodes a snapshot's history: exactly its state's messages. The frames of every row of its
+/// chain decompress into one buffer between the array's brackets, which is parsed once.
+pub(crate) fn decode_history(session: &str, snap: &Read) -> Result<Vec<Message>, JournalError> {
     let corrupt = |p: String| JournalError::corrupt(session, snap.seq, p);
-    let Some(rows) = bases(conn, session, snap)? else { return Ok(None) };
-    let blobs: Vec<&[u8]> = rows.iter().chain(std::iter::once(&snap.history)).map(|h| frames(h)).collect();
+    let blobs: Vec<&[u8]> = snap.rows.iter().map(|h| frames(h)).collect();
     let mut sizes = Vec::with_capacity(blobs.len());
     for b in &blobs {
         sizes.push(raw_len(b).ok_or_else(|| corrupt("snapshot history is not zstd frames".into()))?);
@@ -372,12 +390,13 @@ pub(crate) fn decode_history(
             snap.state.history.len()
         )));
     }
-    Ok(Some(msgs))
+    Ok(msgs)
 }
 
-/// Drops every snapshot whose history holds message `hash` (its content was just redacted; the
-/// state's hash list is hex, so a match on the hex text finds them all, and a rare match across
-/// two hashes only drops a disposable row too many).
+/// Drops every snapshot row whose history holds message `hash` (its content was just redacted; a
+/// row's state lists the hashes it adds in hex, so a match on the hex text finds every row holding
+/// the message, and a rare match across two hashes only drops a disposable row too many). The rows
+/// extending a dropped one can no longer be read (their chain is cut short) and are folded past.
 pub(crate) fn drop_holding(conn: &Connection, hash: &MsgHash) -> Result<(), JournalError> {
     conn.execute("DELETE FROM snapshots WHERE instr(CAST(state AS TEXT), ?1) > 0", [hex(hash)])
         .map(|_| ())

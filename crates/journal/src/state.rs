@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 /// BLAKE3 of a message's stored JSON.
 pub type MsgHash = [u8; 32];
 
-/// Bump when the fold changes: snapshots of other versions are ignored (they are disposable).
-pub const REDUCER_VERSION: i64 = 1;
+/// Bump when the fold or a snapshot row's layout changes: snapshots of other versions are ignored
+/// (they are disposable). Version 2: a delta row's state lists only the hashes after its base.
+pub const REDUCER_VERSION: i64 = 2;
 
 /// A history change: replace `remove` hashes at `at` with `insert`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,7 +96,7 @@ mod hashes {
     pub fn serialize<S: Serializer>(v: &[MsgHash], s: S) -> Result<S::Ok, S::Error> {
         let mut flat = String::with_capacity(v.len().saturating_mul(64));
         for h in v {
-            flat.push_str(&super::hex(h));
+            flat.push_str(blake3::Hash::from_bytes(*h).to_hex().as_str());
         }
         s.serialize_str(&flat)
     }

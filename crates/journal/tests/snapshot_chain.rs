@@ -108,3 +108,94 @@ fn a_chain_cut_short_is_read_row_by_row_and_a_tampered_base_is_refused() {
     assert_eq!(j.view_at("s", last).unwrap(), want);
     assert!(j.verify(None).unwrap().bad.is_empty());
 }
+
+/// Each snapshot row's state: how many hashes it lists.
+fn listed(j: &Journal) -> Vec<(u64, usize)> {
+    let mut st = j.conn().prepare("SELECT seq, state FROM snapshots ORDER BY seq").unwrap();
+    st.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Vec<u8>>(1)?)))
+        .unwrap()
+        .map(|r| {
+            let (seq, state) = r.unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&state).unwrap();
+            (seq, v["history"].as_str().unwrap().len() / 64)
+        })
+        .collect()
+}
+
+#[test]
+fn a_delta_row_lists_only_the_hashes_after_its_base() {
+    let dir = tempfile::tempdir().unwrap();
+    build(&dir.path().join("listed.db"), 1300);
+    let j = Journal::open(&dir.path().join("listed.db"), &Options::read_only()).unwrap();
+    let deltas: Vec<u64> = rows(&j).into_iter().map(|(s, d)| if d { s } else { 0 }).collect();
+    let mut before = 0;
+    for ((seq, n), delta) in listed(&j).into_iter().zip(deltas) {
+        // Event `seq` holds seq - 1 messages; a delta lists those since the previous row.
+        let want = if delta == 0 { seq as usize - 1 } else { seq as usize - 1 - before };
+        assert_eq!(n, want, "snapshot at {seq}");
+        before = seq as usize - 1;
+    }
+}
+
+#[test]
+fn a_rolled_back_snapshot_is_never_extended_by_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rollback.db");
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    j.start_session("s", "", NewEvent::new("start", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    let ev = |id: String, n: u64| {
+        NewEvent::new(id, ts(n), EventBody::MessageAppended { count: 1 })
+            .with_history(HistoryChange::Append(vec![Message::user(format!("message {n}"))]))
+    };
+    // A batch that takes a snapshot (event 65, messages 1..=64) and then fails on a reused id:
+    // nothing of it commits.
+    let mut batch: Vec<NewEvent> = (1..100).map(|n| ev(format!("a{n}"), n)).collect();
+    batch.push(ev("start".into(), 100));
+    assert!(j.append("s", None, batch).is_err());
+    // Another writer appends the same messages one event later: its snapshot at event 65 holds
+    // messages 1..=63, and the history at every later snapshot starts with the rolled-back one's.
+    let mut other = Journal::open(&p, &Options::default()).unwrap();
+    let quiet = NewEvent::new("q", ts(0), EventBody::NoticeInjected {});
+    other.append("s", None, vec![quiet]).unwrap();
+    other.append("s", None, (1..100).map(|n| ev(format!("b{n}"), n)).collect()).unwrap();
+    drop(other);
+    j.append("s", None, (100..200).map(|n| ev(format!("c{n}"), n)).collect()).unwrap();
+    let seqs: Vec<u64> = rows(&j).into_iter().map(|(s, _)| s).chain([201]).collect();
+    assert!(seqs.len() >= 3, "{seqs:?}");
+    drop(j);
+    let want = without_snapshots(&p, &seqs);
+    let j = Journal::open(&p, &Options::read_only()).unwrap();
+    for (s, w) in seqs.iter().zip(&want) {
+        assert_eq!(&j.view_at("s", *s).unwrap(), w, "event {s}");
+    }
+}
+
+#[test]
+fn a_redacted_message_appended_again_enters_snapshots_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("again.db");
+    build(&p, 10);
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    let hash = j.history_hashes("s", 10).unwrap()[6];
+    let secret = j.messages_by_hash("s", 10, &[hash]).unwrap().remove(0);
+    let body = EventBody::Redaction { keys: vec![], counts: Default::default() };
+    j.redact_messages("s", &[(hash, Message::user("[redacted]"))], NewEvent::new("red", ts(999), body))
+        .unwrap();
+    // The same content again, in the batch that takes the next snapshot (event 65): the writer
+    // holds its original bytes, the stored row its replacement.
+    let again = |n: u64| {
+        NewEvent::new(format!("again{n}"), ts(1000 + n), EventBody::MessageAppended { count: 1 })
+            .with_history(HistoryChange::Append(vec![secret.clone()]))
+    };
+    j.append("s", None, (12..80).map(again).collect()).unwrap();
+    let seqs: Vec<u64> = rows(&j).into_iter().map(|(s, _)| s).chain([79]).collect();
+    assert_eq!(seqs[0], 65, "{seqs:?}");
+    drop(j);
+    let want = without_snapshots(&p, &seqs);
+    let j = Journal::open(&p, &Options::read_only()).unwrap();
+    for (s, w) in seqs.iter().zip(&want) {
+        let v = j.view_at("s", *s).unwrap();
+        assert!(v.history.iter().all(|m| m.content != secret.content), "event {s}");
+        assert_eq!(&v, w, "event {s}");
+    }
+}

@@ -4,7 +4,7 @@
 use crate::migrations::user_version;
 use crate::StoreError;
 use rusqlite::{Connection, OpenFlags};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ pub(crate) fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
     let mut at: u64 = 32;
     let mut frame = [0u8; WAL_FRAME_APP_ID + 4];
     while at.checked_add(frame_len).is_some_and(|end| end <= wal_len) {
-        if wal.seek(SeekFrom::Start(at)).and_then(|_| wal.read_exact(&mut frame)).is_err() {
+        if read_at(&wal, &mut frame, at).is_err() {
             break;
         }
         let (pgno, s1, s2) = (be32(&frame, 0), be32(&frame, 8), be32(&frame, 12));
@@ -75,6 +75,19 @@ pub(crate) fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// Reads `buf.len()` bytes at `at`: one `pread` per frame header where the platform has it (a
+/// live `-wal` holds about a thousand frames, and every cold open walks them).
+#[cfg(unix)]
+fn read_at(f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, at)
+}
+
+#[cfg(not(unix))]
+fn read_at(mut f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(buf))
+}
+
 /// What an existing path holds, found without writing to it.
 pub(crate) enum Found {
     /// Nothing at the path.
@@ -91,20 +104,22 @@ const MARKER_TABLE: &str = "ccr_blobs";
 /// Looks at an existing file through a read-only connection: a file that is not a database, a
 /// database of another application or one this build cannot read is refused here, before any
 /// connection that could write (switch the journal mode, add tables, stamp an identity) opens it.
-pub(crate) fn inspect(path: &Path) -> Result<Found, StoreError> {
+/// The read-only connection comes back with a salvage database, so a read-only open uses it
+/// instead of opening (and parsing the schema) a second time.
+pub(crate) fn inspect(path: &Path) -> Result<(Found, Option<Connection>), StoreError> {
     if path.as_os_str() == ":memory:" {
-        return Ok(Found::Empty);
+        return Ok((Found::Empty, None));
     }
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Found::Missing, None)),
         Err(source) => return Err(StoreError::Create { path: path.to_path_buf(), source }),
     };
     if !meta.is_file() {
         return Err(StoreError::Foreign { path: path.to_path_buf(), detail: "not a regular file".into() });
     }
     if meta.len() == 0 {
-        return Ok(Found::Empty);
+        return Ok((Found::Empty, None));
     }
     let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
     let mut header = [0u8; 16];
@@ -130,7 +145,7 @@ pub(crate) fn inspect(path: &Path) -> Result<Found, StoreError> {
         .map_err(open_err)?;
     let _ = conn.execute_batch("COMMIT");
     if version == 0 && names.is_empty() {
-        return Ok(Found::Empty);
+        return Ok((Found::Empty, None));
     }
     if !names.iter().any(|n| n == MARKER_TABLE) {
         let mut shown: Vec<&str> = names.iter().map(String::as_str).take(5).collect();
@@ -152,5 +167,5 @@ pub(crate) fn inspect(path: &Path) -> Result<Found, StoreError> {
             detail: "a ccr_blobs table but no salvage schema version".into(),
         });
     }
-    Ok(Found::Salvage(version))
+    Ok((Found::Salvage(version), Some(conn)))
 }

@@ -92,7 +92,8 @@ impl Store {
     pub fn open_to(path: &Path, options: &Options, target: u32) -> Result<Store, StoreError> {
         let path = path.to_path_buf();
         check_wal_identity(&path)?;
-        let found = match inspect(&path)? {
+        let (found, inspected) = inspect(&path)?;
+        let found = match found {
             Found::Missing if options.create => {
                 create_owner_only(&path)?;
                 0
@@ -104,10 +105,9 @@ impl Store {
         if found > latest_version() {
             return Err(StoreError::NewerSchema { path, found, supported: latest_version() });
         }
-        if options.read_only && found >= target {
-            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let conn = Connection::open_with_flags(&path, flags)
-                .map_err(|source| StoreError::Open { path: path.clone(), source })?;
+        if let Some(conn) = inspected.filter(|_| options.read_only && found >= target) {
+            // The connection that inspected the file, its schema already read: a cold reader
+            // opens the file once.
             let setting = |setting: &'static str| {
                 let path = path.clone();
                 move |source| StoreError::Setting { path, setting, source }
