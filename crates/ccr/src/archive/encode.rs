@@ -9,8 +9,9 @@
 //!   hash still verifies it); an original up to [`FRAME`] bytes is stored exactly as before. The
 //!   cut is fixed, so the stored form does not depend on how many cores did the work. The cost is
 //!   a little ratio on multi-megabyte originals (each frame starts with an empty window).
-//! - Small puts (under [`PARALLEL_MIN`] bytes in all) run on the calling thread: starting threads
-//!   would cost more than it saves.
+//! - Small puts (under [`PARALLEL_MIN`] bytes in all, or a single frame to compress) run on the
+//!   calling thread, whose compression context is kept between puts: starting a thread, and the
+//!   fresh context it needs, would cost more than it saves.
 //! - A caller may give the key it already computed (the in-memory archive of a rung hashes every
 //!   original once): it is then not hashed again. Debug builds hash anyway and refuse a wrong key;
 //!   in release a wrong key cannot be returned either, since every read verifies the content
@@ -83,7 +84,9 @@ fn run(job: Job, items: &[(Option<CcrKey>, &[u8])]) -> Result<Done, CcrError> {
 fn run_all(items: &[(Option<CcrKey>, &[u8])], jobs: &[Job]) -> Result<Vec<Done>, CcrError> {
     let total: usize = items.iter().map(|(_, b)| b.len()).sum();
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let threads = if total < PARALLEL_MIN { 1 } else { cores.min(jobs.len()) };
+    // Hashing is ~15 times faster than compressing: only frames are worth another thread.
+    let frames = jobs.iter().filter(|j| matches!(j, Job::Frame(..))).count();
+    let threads = if total < PARALLEL_MIN { 1 } else { cores.min(frames) };
     if threads <= 1 {
         return jobs.iter().map(|j| run(*j, items)).collect();
     }
