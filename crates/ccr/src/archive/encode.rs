@@ -21,7 +21,7 @@ use super::codec::{compress, CODEC_RAW, CODEC_ZSTD, TINY};
 use super::CcrError;
 use salvage_types::ccr_key::CcrKey;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Originals larger than this are compressed as several frames of this size, in parallel.
 pub const FRAME: usize = 1 << 20;
@@ -83,10 +83,9 @@ fn run(job: Job, items: &[(Option<CcrKey>, &[u8])]) -> Result<Done, CcrError> {
 /// Runs every job, on this thread alone or on as many threads as there are cores.
 fn run_all(items: &[(Option<CcrKey>, &[u8])], jobs: &[Job]) -> Result<Vec<Done>, CcrError> {
     let total: usize = items.iter().map(|(_, b)| b.len()).sum();
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     // Hashing is ~15 times faster than compressing: only frames are worth another thread.
     let frames = jobs.iter().filter(|j| matches!(j, Job::Frame(..))).count();
-    let threads = if total < PARALLEL_MIN { 1 } else { cores.min(frames) };
+    let threads = if total < PARALLEL_MIN || frames < 2 { 1 } else { cores().min(frames) };
     if threads <= 1 {
         return jobs.iter().map(|j| run(*j, items)).collect();
     }
@@ -107,6 +106,12 @@ fn run_all(items: &[(Option<CcrKey>, &[u8])], jobs: &[Job]) -> Result<Vec<Done>,
         helpers.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(poisoned()))).fold(mine, Result::and)
     })?;
     results.into_inner().map_err(|_| poisoned())
+}
+
+/// The cores this process may use, read once (it reads cgroup files: too slow for every put).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
 }
 
 fn poisoned() -> CcrError {

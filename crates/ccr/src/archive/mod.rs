@@ -76,10 +76,13 @@ impl<'c> Ccr<'c> {
         if !self.conn.is_autocommit() {
             return f();
         }
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql(op))?;
+        // Cached like every other statement: a put of a few KB costs little more than these.
+        let run =
+            |stmt: &str| self.conn.prepare_cached(stmt).and_then(|mut st| st.execute([])).map_err(sql(op));
+        run("BEGIN IMMEDIATE")?;
         match f() {
             Ok(v) => {
-                self.conn.execute_batch("COMMIT").map_err(sql(op))?;
+                run("COMMIT")?;
                 Ok(v)
             }
             Err(e) => {
