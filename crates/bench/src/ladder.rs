@@ -3,8 +3,8 @@
 //!
 //! The target rows measure the product path: archiving on, as every replay runs. Like the replay
 //! driver, the rung archives into memory (hashing each original once) and the originals then
-//! move into the CCR of a SQLite file in one transaction, as the journal does with the event
-//! that references them. The CCR-off rows stay as information.
+//! move into the CCR of a SQLite file in one transaction, with the one `Ccr::put_all` the
+//! journal makes for the event that references them (compressing on every core). The CCR-off rows stay as information.
 
 use crate::harness::try_interleave;
 use crate::{Plan, Row};
@@ -47,11 +47,11 @@ fn flush(mem: &MemoryArchive, store: &Store) -> anyhow::Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let clock = SystemClock;
     let ccr = Ccr::new(conn, &clock);
-    for blob in mem.blobs() {
-        if let Err(e) = ccr.put(blob) {
-            conn.execute_batch("ROLLBACK")?;
-            return Err(e.into());
-        }
+    // As the journal's append does: one put of every original, compressed on every core.
+    let blobs: Vec<&[u8]> = mem.blobs().collect();
+    if let Err(e) = ccr.put_all(&blobs) {
+        conn.execute_batch("ROLLBACK")?;
+        return Err(e.into());
     }
     conn.execute_batch("COMMIT")?;
     Ok(())

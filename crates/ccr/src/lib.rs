@@ -1,7 +1,8 @@
 //! CCR: the compressed, content-addressed archive behind `@recall`.
 //!
 //! Owns the `ccr_blobs` and `ccr_refs` tables: putting originals (idempotent, keyed by BLAKE3 of
-//! the original bytes, zstd level 3 or raw), getting them back by a 16-to-64-hex prefix with the
+//! the original bytes, zstd level 3 or raw; several in one transaction, hashed and compressed on
+//! every core beforehand, see `archive/encode.rs`), getting them back by a 16-to-64-hex prefix with the
 //! hash verified on every read, retention, redaction, and parsing the many forms a recall request
 //! takes. It does not decide what to archive (the recovery crate does) nor open the file (the
 //! store crate does). Design decision: the archive is a borrowed handle over a SQLite connection,
@@ -17,4 +18,7 @@
 pub mod archive;
 pub mod recall;
 
-pub use archive::{Ccr, CcrError, Clock, GcReport, PutOutcome, Retention, Stats, SystemClock, VerifyReport};
+pub use archive::{
+    Ccr, CcrError, Clock, GcReport, PutOutcome, Retention, Stats, SystemClock, VerifyReport, FRAME,
+    PARALLEL_MIN,
+};

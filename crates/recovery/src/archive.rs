@@ -63,6 +63,11 @@ impl Eq for ArchiveError {}
 pub trait Archive {
     /// Stores the bytes and returns their key (idempotent).
     fn put(&mut self, bytes: &[u8]) -> Result<CcrKey, ArchiveError>;
+    /// [`Archive::put`] of bytes the caller gives up (a serialized transcript): an archive that
+    /// keeps them can take the buffer instead of copying it.
+    fn put_owned(&mut self, bytes: Vec<u8>) -> Result<CcrKey, ArchiveError> {
+        self.put(&bytes)
+    }
     /// The original for a 16-hex short key, if present (verified by the implementation).
     fn get(&self, short: &str) -> Option<Vec<u8>>;
     /// True when the archive holds the key (override when cheaper than [`Archive::get`]).
@@ -78,7 +83,8 @@ pub trait Archive {
 /// An archive in memory (tests, `--no-journal` what-ifs).
 #[derive(Debug, Default, Clone)]
 pub struct MemoryArchive {
-    blobs: BTreeMap<String, Vec<u8>>,
+    /// By short key: the full key (computed once, at put) and the original.
+    blobs: BTreeMap<String, (CcrKey, Vec<u8>)>,
 }
 
 impl MemoryArchive {
@@ -99,19 +105,37 @@ impl MemoryArchive {
 
     /// Every original held.
     pub fn blobs(&self) -> impl Iterator<Item = &[u8]> {
-        self.blobs.values().map(Vec::as_slice)
+        self.blobs.values().map(|(_, b)| b.as_slice())
+    }
+
+    /// Every original held with its key, as computed when it was put: a caller moving them into
+    /// CCR need not hash them again.
+    pub fn keyed(&self) -> impl Iterator<Item = (CcrKey, &[u8])> {
+        self.blobs.values().map(|(k, b)| (*k, b.as_slice()))
+    }
+
+    /// The original of a full key, without hashing it again (it was hashed when put, and memory
+    /// is not a file that can be tampered with).
+    pub fn original(&self, key: &CcrKey) -> Option<&[u8]> {
+        self.blobs.get(&key.short()).filter(|(k, _)| k == key).map(|(_, b)| b.as_slice())
     }
 }
 
 impl Archive for MemoryArchive {
     fn put(&mut self, bytes: &[u8]) -> Result<CcrKey, ArchiveError> {
         let key = CcrKey::of(bytes);
-        self.blobs.entry(key.short()).or_insert_with(|| bytes.to_vec());
+        self.blobs.entry(key.short()).or_insert_with(|| (key, bytes.to_vec()));
+        Ok(key)
+    }
+
+    fn put_owned(&mut self, bytes: Vec<u8>) -> Result<CcrKey, ArchiveError> {
+        let key = CcrKey::of(&bytes);
+        self.blobs.entry(key.short()).or_insert((key, bytes));
         Ok(key)
     }
 
     fn get(&self, short: &str) -> Option<Vec<u8>> {
-        self.blobs.get(short).filter(|b| CcrKey::of(b).short() == short).cloned()
+        self.blobs.get(short).filter(|(_, b)| CcrKey::of(b).short() == short).map(|(_, b)| b.clone())
     }
 }
 
@@ -195,15 +219,24 @@ impl<'a> Archiver<'a> {
             return Ok(None);
         }
         let transcript = serde_json::to_vec(messages)?;
-        Ok(self.put(&transcript)?.map(|k| k.marker()))
+        // The transcript is handed over, not copied: it can be most of a history.
+        Ok(self.record(|a| a.put_owned(transcript))?.map(|k| k.marker()))
     }
 
     /// Archives bytes; `None` when CCR is off.
     pub fn put(&mut self, bytes: &[u8]) -> Result<Option<CcrKey>, ArchiveError> {
+        self.record(|a| a.put(bytes))
+    }
+
+    /// Runs `put` on the archive (CCR on) and records the key it returns.
+    fn record(
+        &mut self,
+        put: impl FnOnce(&mut dyn Archive) -> Result<CcrKey, ArchiveError>,
+    ) -> Result<Option<CcrKey>, ArchiveError> {
         match self.inner.as_deref_mut() {
             None => Ok(None),
             Some(a) => {
-                let k = a.put(bytes)?;
+                let k = put(a)?;
                 if !self.keys.contains(&k) {
                     self.keys.push(k);
                 }

@@ -125,6 +125,9 @@ impl Archive for ReplayArchive<'_> {
     fn put(&mut self, bytes: &[u8]) -> Result<CcrKey, ArchiveError> {
         self.mem.borrow_mut().put(bytes)
     }
+    fn put_owned(&mut self, bytes: Vec<u8>) -> Result<CcrKey, ArchiveError> {
+        self.mem.borrow_mut().put_owned(bytes)
+    }
     fn get(&self, short: &str) -> Option<Vec<u8>> {
         let held = self.mem.borrow().get(short);
         held.or_else(|| self.ccr.get(short).ok())
@@ -199,7 +202,9 @@ impl Driver<'_> {
             if !self.flushed.contains(k) {
                 // An original already in the file (from another session) is archived again
                 // too: the put is idempotent and restores it if a gc took it meanwhile.
-                let bytes = self.mem.borrow().get(&k.short()).or_else(|| ccr.get(&k.short()).ok());
+                // Held in memory: taken by its full key, not hashed again (it was at put).
+                let held = self.mem.borrow().original(k).map(<[u8]>::to_vec);
+                let bytes = held.or_else(|| ccr.get(&k.short()).ok());
                 match bytes {
                     Some(b) => archive.push(b),
                     None => return Err(ReplayError::Vanished(k.short())),

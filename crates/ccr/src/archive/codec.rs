@@ -13,10 +13,14 @@ pub const LEVEL: i32 = 3;
 pub(super) const CODEC_RAW: i64 = 0;
 pub(super) const CODEC_ZSTD: i64 = 1;
 
+// One compression and one decompression context per thread, kept between calls: creating a
+// context allocates its tables, which costs as much as working a few-KB original.
 thread_local! {
     static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
+/// Compresses at [`LEVEL`] with this thread's context.
 pub(super) fn compress(bytes: &[u8]) -> Result<Vec<u8>, CcrError> {
     COMPRESSOR.with(|c| {
         let mut slot = c.borrow_mut();
@@ -30,6 +34,20 @@ pub(super) fn compress(bytes: &[u8]) -> Result<Vec<u8>, CcrError> {
     })
 }
 
+/// Decompresses `data` (one or more concatenated frames) into at most `cap` bytes.
+fn decompress(data: &[u8], cap: usize) -> std::io::Result<Vec<u8>> {
+    DECOMPRESSOR.with(|d| {
+        let mut slot = d.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Decompressor::new()?);
+        }
+        match slot.as_mut() {
+            Some(dec) => dec.decompress(data, cap),
+            None => Err(std::io::Error::other("no decompressor")),
+        }
+    })
+}
+
 /// Decodes stored bytes and checks them against the key. Never returns unverified content.
 pub fn decode(key: &CcrKey, codec: i64, raw_len: u64, data: &[u8], limit: u64) -> Result<Vec<u8>, CcrError> {
     let corrupt = |reason: String| CcrError::Corrupt { key: key.hex(), reason };
@@ -39,7 +57,7 @@ pub fn decode(key: &CcrKey, codec: i64, raw_len: u64, data: &[u8], limit: u64) -
     let cap = usize::try_from(raw_len).map_err(|_| corrupt("length does not fit in memory".into()))?;
     let bytes = match codec {
         CODEC_RAW => data.to_vec(),
-        CODEC_ZSTD => zstd::bulk::decompress(data, cap).map_err(|e| corrupt(format!("zstd: {e}")))?,
+        CODEC_ZSTD => decompress(data, cap).map_err(|e| corrupt(format!("zstd: {e}")))?,
         other => return Err(corrupt(format!("unknown codec {other}"))),
     };
     if bytes.len() != cap {

@@ -3,6 +3,7 @@
 //! (raw or zstd, verified on decode) in `codec`.
 
 mod codec;
+mod encode;
 mod error;
 mod maintenance;
 
@@ -10,8 +11,11 @@ pub use codec::{decode, LEVEL, TINY};
 pub use error::CcrError;
 pub use maintenance::{GcReport, Retention, Stats, VerifyReport};
 
-use codec::{compress, key_from_blob, CODEC_RAW, CODEC_ZSTD};
+use codec::key_from_blob;
+use encode::Prepared;
+pub use encode::{FRAME, PARALLEL_MIN};
 use error::sql;
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension};
 use salvage_types::ccr_key::{CcrKey, KeyPrefix, MARKER_HEX_LEN};
 // The clock is the vocabulary's (defined once in salvage-types), re-exported for callers of `Ccr::new`.
@@ -41,8 +45,12 @@ fn short_of(p: &KeyPrefix) -> &str {
     p.as_str().get(..MARKER_HEX_LEN).unwrap_or(p.as_str())
 }
 
-/// id, key, codec, raw_len, data, last_access, redacted_at.
-type BlobRow = (i64, CcrKey, i64, i64, Option<Vec<u8>>, i64, Option<i64>);
+/// A row read by `get`: its id and access time, and its decoded, verified content.
+struct Opened {
+    id: i64,
+    last_access: i64,
+    bytes: Result<Vec<u8>, CcrError>,
+}
 
 /// A handle on the archive over a connection (which may be inside the caller's transaction).
 pub struct Ccr<'c> {
@@ -68,10 +76,13 @@ impl<'c> Ccr<'c> {
         if !self.conn.is_autocommit() {
             return f();
         }
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql(op))?;
+        // Cached like every other statement: a put of a few KB costs little more than these.
+        let run =
+            |stmt: &str| self.conn.prepare_cached(stmt).and_then(|mut st| st.execute([])).map_err(sql(op));
+        run("BEGIN IMMEDIATE")?;
         match f() {
             Ok(v) => {
-                self.conn.execute_batch("COMMIT").map_err(sql(op))?;
+                run("COMMIT")?;
                 Ok(v)
             }
             Err(e) => {
@@ -83,56 +94,76 @@ impl<'c> Ccr<'c> {
 
     /// Archives `bytes`: idempotent, keyed by BLAKE3 of the original.
     pub fn put(&self, bytes: &[u8]) -> Result<PutOutcome, CcrError> {
-        let key = CcrKey::of(bytes);
-        let raw_len = bytes.len() as u64;
-        if raw_len > self.max_blob_bytes {
-            return Err(CcrError::TooLarge { key: "put".into(), len: raw_len, limit: self.max_blob_bytes });
+        self.put_prepared(&[(None, bytes)])?
+            .pop()
+            .ok_or_else(|| CcrError::Compress(std::io::Error::other("nothing put")))
+    }
+
+    /// Archives several originals in one transaction (the caller's when it holds one), hashing
+    /// and compressing them on every core first; the outcomes are in input order.
+    pub fn put_all<B: AsRef<[u8]>>(&self, items: &[B]) -> Result<Vec<PutOutcome>, CcrError> {
+        let items: Vec<(Option<CcrKey>, &[u8])> = items.iter().map(|b| (None, b.as_ref())).collect();
+        self.put_prepared(&items)
+    }
+
+    /// [`Ccr::put_all`] for originals whose key the caller already computed with
+    /// [`CcrKey::of`]: they are not hashed again. A key that is not the hash of its bytes is
+    /// refused in debug builds and, in any build, never returned by a read (every read verifies).
+    pub fn put_all_keyed<B: AsRef<[u8]>>(&self, items: &[(CcrKey, B)]) -> Result<Vec<PutOutcome>, CcrError> {
+        let items: Vec<(Option<CcrKey>, &[u8])> = items.iter().map(|(k, b)| (Some(*k), b.as_ref())).collect();
+        self.put_prepared(&items)
+    }
+
+    fn put_prepared(&self, items: &[(Option<CcrKey>, &[u8])]) -> Result<Vec<PutOutcome>, CcrError> {
+        for (_, bytes) in items {
+            let raw_len = bytes.len() as u64;
+            if raw_len > self.max_blob_bytes {
+                return Err(CcrError::TooLarge {
+                    key: "put".into(),
+                    len: raw_len,
+                    limit: self.max_blob_bytes,
+                });
+            }
         }
-        let short = key.short();
         // Compress before taking the write lock, so concurrent writers hold it briefly.
-        let (codec, stored) = if bytes.len() < TINY {
-            (CODEC_RAW, None)
-        } else {
-            let z = compress(bytes)?;
-            if z.len() < bytes.len().saturating_sub(bytes.len() / 32) {
-                (CODEC_ZSTD, Some(z))
-            } else {
-                (CODEC_RAW, None)
-            }
-        };
-        let data: &[u8] = stored.as_deref().unwrap_or(bytes);
+        let prepared = encode::prepare(items)?;
         let now = self.clock.now_ms();
-        self.write("put", || {
-            let inserted = self
-                .conn
-                .prepare_cached(
-                    "INSERT INTO ccr_blobs (key, short, codec, raw_len, stored_len, data, created_at, last_access)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) ON CONFLICT (key) DO NOTHING",
-                )
-                .and_then(|mut st| {
-                    st.execute(params![
-                        &key.0[..],
-                        short,
-                        codec,
-                        i64::try_from(raw_len).unwrap_or(i64::MAX),
-                        i64::try_from(data.len()).unwrap_or(i64::MAX),
-                        data,
-                        now
-                    ])
-                })
-                .map_err(sql("put"))?
-                == 1;
-            if !inserted {
-                // Archiving existing content again is a write in flight too: its grace period
-                // starts over, so `gc` cannot evict it before the writer references it.
-                self.conn
-                    .prepare_cached("UPDATE ccr_blobs SET last_access = ?2 WHERE key = ?1 AND last_access < ?2")
-                    .and_then(|mut st| st.execute(params![&key.0[..], now]))
-                    .map_err(sql("put"))?;
-            }
-            let collisions = self.by_short(&short)?.into_iter().map(|(_, k)| k).filter(|k| *k != key).collect();
-            Ok(PutOutcome { key, inserted, collisions })
-        })
+        self.write("put", || prepared.iter().map(|p| self.insert(p, now)).collect())
+    }
+
+    fn insert(&self, p: &Prepared<'_>, now: i64) -> Result<PutOutcome, CcrError> {
+        let key = p.key;
+        let short = key.short();
+        let data = p.data();
+        let inserted = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO ccr_blobs (key, short, codec, raw_len, stored_len, data, created_at, last_access)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) ON CONFLICT (key) DO NOTHING",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    &key.0[..],
+                    short,
+                    p.codec,
+                    i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
+                    i64::try_from(data.len()).unwrap_or(i64::MAX),
+                    data,
+                    now
+                ])
+            })
+            .map_err(sql("put"))?
+            == 1;
+        if !inserted {
+            // Archiving existing content again is a write in flight too: its grace period
+            // starts over, so `gc` cannot evict it before the writer references it.
+            self.conn
+                .prepare_cached("UPDATE ccr_blobs SET last_access = ?2 WHERE key = ?1 AND last_access < ?2")
+                .and_then(|mut st| st.execute(params![&key.0[..], now]))
+                .map_err(sql("put"))?;
+        }
+        let collisions = self.by_short(&short)?.into_iter().map(|(_, k)| k).filter(|k| *k != key).collect();
+        Ok(PutOutcome { key, inserted, collisions })
     }
 
     fn by_short(&self, short: &str) -> Result<Vec<(i64, CcrKey)>, CcrError> {
@@ -173,81 +204,70 @@ impl<'c> Ccr<'c> {
     /// Gets an original by key or unique prefix, verified against its hash.
     pub fn get(&self, prefix: &str) -> Result<Vec<u8>, CcrError> {
         let p = KeyPrefix::parse(prefix)?;
-        // One query fetches the candidates with their content (almost always exactly one row).
+        // One query fetches the candidates with their content (almost always exactly one row);
+        // the content is decoded from SQLite's buffer, not from a copy of it.
         let mut st = self
             .conn
             .prepare_cached(
-                "SELECT id, key, codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE short = ?1",
+                "SELECT key, id, codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE short = ?1",
             )
             .map_err(sql("get"))?;
         let mut rows = st.query([short_of(&p)]).map_err(sql("get"))?;
-        let mut hit: Option<BlobRow> = None;
+        let mut hit: Option<Opened> = None;
         let mut candidates: Vec<String> = Vec::new();
         while let Some(r) = rows.next().map_err(sql("get"))? {
-            let key = key_from_blob(r.get(1).map_err(sql("get"))?)?;
+            let key = key_from_blob(r.get(0).map_err(sql("get"))?)?;
             if !p.matches(&key) {
                 continue;
             }
             candidates.push(key.hex());
             if hit.is_none() {
-                hit = Some((
-                    r.get(0).map_err(sql("get"))?,
-                    key,
-                    r.get(2).map_err(sql("get"))?,
-                    r.get(3).map_err(sql("get"))?,
-                    r.get(4).map_err(sql("get"))?,
-                    r.get(5).map_err(sql("get"))?,
-                    r.get(6).map_err(sql("get"))?,
-                ));
+                hit = Some(self.open(key, r)?);
             }
         }
+        drop(rows);
         match (hit, candidates.len()) {
             (None, _) => Err(CcrError::NotFound { prefix: p.to_string() }),
-            (Some(row), 1) => self.finish_get(row),
+            (Some(opened), 1) => self.touched(opened),
             (Some(_), _) => Err(CcrError::Ambiguous { prefix: p.to_string(), candidates }),
         }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn finish_get(
-        &self,
-        (id, key, codec, raw_len, data, last_access, redacted_at): (
-            i64,
-            CcrKey,
-            i64,
-            i64,
-            Option<Vec<u8>>,
-            i64,
-            Option<i64>,
-        ),
-    ) -> Result<Vec<u8>, CcrError> {
-        if redacted_at.is_some() {
-            return Err(CcrError::Redacted { key: key.hex() });
-        }
-        let data =
-            data.ok_or_else(|| CcrError::Corrupt { key: key.hex(), reason: "content missing".into() })?;
-        let raw_len = u64::try_from(raw_len)
-            .map_err(|_| CcrError::Corrupt { key: key.hex(), reason: "negative length".into() })?;
-        let bytes = match codec {
-            CODEC_RAW if raw_len <= self.max_blob_bytes => {
-                // Raw content: verify in place and hand the buffer over without a copy.
-                if data.len() as u64 != raw_len || CcrKey::of(&data) != key {
-                    return Err(CcrError::Corrupt {
-                        key: key.hex(),
-                        reason: "content does not hash to its key".into(),
-                    });
-                }
-                data
+    /// Decodes and verifies the row's content (columns 1.. are id, codec, raw_len, data,
+    /// last_access, redacted_at).
+    fn open(&self, key: CcrKey, r: &rusqlite::Row<'_>) -> Result<Opened, CcrError> {
+        let id: i64 = r.get(1).map_err(sql("get"))?;
+        let codec: i64 = r.get(2).map_err(sql("get"))?;
+        let raw_len: i64 = r.get(3).map_err(sql("get"))?;
+        let last_access: i64 = r.get(5).map_err(sql("get"))?;
+        let redacted_at: Option<i64> = r.get(6).map_err(sql("get"))?;
+        let corrupt = |reason: &str| CcrError::Corrupt { key: key.hex(), reason: reason.into() };
+        let bytes = if redacted_at.is_some() {
+            Err(CcrError::Redacted { key: key.hex() })
+        } else {
+            match r.get_ref(4).map_err(sql("get"))? {
+                ValueRef::Blob(data) => u64::try_from(raw_len)
+                    .map_err(|_| corrupt("negative length"))
+                    .and_then(|raw_len| decode(&key, codec, raw_len, data, self.max_blob_bytes)),
+                ValueRef::Null => Err(corrupt("content missing")),
+                _ => Err(corrupt("content is not a blob")),
             }
-            _ => decode(&key, codec, raw_len, &data, self.max_blob_bytes)?,
         };
+        Ok(Opened { id, last_access, bytes })
+    }
+
+    /// The content read, after refreshing its access time when it is old.
+    fn touched(&self, opened: Opened) -> Result<Vec<u8>, CcrError> {
+        let bytes = opened.bytes?;
         let now = self.clock.now_ms();
         // `last_access` is a row value (any integer a damaged or hand-edited file holds): an
         // access time far in the past saturates to "long ago" and is refreshed.
-        if now.saturating_sub(last_access) > ACCESS_GRANULARITY_MS {
+        if now.saturating_sub(opened.last_access) > ACCESS_GRANULARITY_MS {
             // Best effort: a busy database must not fail a read.
-            let _ =
-                self.conn.execute("UPDATE ccr_blobs SET last_access = ?1 WHERE id = ?2", params![now, id]);
+            let _ = self
+                .conn
+                .prepare_cached("UPDATE ccr_blobs SET last_access = ?1 WHERE id = ?2")
+                .and_then(|mut st| st.execute(params![now, opened.id]));
         }
         Ok(bytes)
     }
@@ -274,16 +294,14 @@ impl<'c> Ccr<'c> {
     }
 
     fn get_row(&self, id: i64, key: &CcrKey) -> Result<Vec<u8>, CcrError> {
-        let row = self
+        let opened = self
             .conn
             .prepare_cached(
-                "SELECT codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE id = ?1",
+                "SELECT key, id, codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE id = ?1",
             )
-            .and_then(|mut st| {
-                st.query_row([id], |r| Ok((id, *key, r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-            })
-            .map_err(sql("get"))?;
-        self.finish_get(row)
+            .and_then(|mut st| st.query_row([id], |r| Ok(self.open(*key, r))))
+            .map_err(sql("get"))??;
+        self.touched(opened)
     }
 
     /// Records that `owner` (e.g. a journal session) references the blob: it is never evicted.
