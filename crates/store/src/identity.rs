@@ -13,79 +13,19 @@ fn be32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(bytes))
 }
 
-/// WAL frame header length, and where the application id sits in a frame holding page 1 (the
-/// frame header, then header offset 68 of the page).
-const WAL_FRAME_HEADER: usize = 24;
-const WAL_FRAME_APP_ID: usize = WAL_FRAME_HEADER + 68;
-
-/// Reads the database identity (application id, header offset 68) from the file and from the
-/// newest valid copy of page 1 in its `-wal`, without SQLite, and refuses a mismatch. The `-wal`
-/// is untrusted bytes: a page size SQLite could never write (not a power of two in 512..=65536) or a frame cut
-/// short ends the walk, and nothing is concluded from it. Only the frame headers (and the identity
-/// of a frame holding page 1) are read, not the pages: a live `-wal` stays megabytes long and
-/// every open, the cold readers of a restore included, passes here.
+/// Refuses a `-wal` beside `path` whose committed copy of page 1 names another application id
+/// than the database file's header ([`crate::wal`] says how it is read, crash leftovers included).
 pub(crate) fn check_wal_identity(path: &Path) -> Result<(), StoreError> {
-    let mut wal_path = path.as_os_str().to_owned();
-    wal_path.push("-wal");
-    let Ok(mut wal) = std::fs::File::open(&wal_path) else { return Ok(()) };
-    let wal_len = wal.metadata().map(|m| m.len()).unwrap_or(0);
     let Ok(mut f) = std::fs::File::open(path) else { return Ok(()) };
     let mut header = [0u8; 100];
     if f.read_exact(&mut header).is_err() {
         return Ok(());
     }
-    let mut wal_header = [0u8; 32];
-    let Some(file_id) = be32(&header, 68) else { return Ok(()) };
-    if file_id == 0 || wal.read_exact(&mut wal_header).is_err() {
-        return Ok(());
+    let Some(file_id) = be32(&header, 68).filter(|&id| id != 0) else { return Ok(()) };
+    match crate::wal::foreign_wal_id(path, file_id) {
+        Some(wal_id) => Err(StoreError::ForeignWal { path: path.to_path_buf(), file_id, wal_id }),
+        None => Ok(()),
     }
-    if !matches!(be32(&wal_header, 0), Some(0x377f_0682 | 0x377f_0683)) {
-        return Ok(());
-    }
-    let (Some(page_size), Some(salt1), Some(salt2)) =
-        (be32(&wal_header, 8), be32(&wal_header, 16), be32(&wal_header, 20))
-    else {
-        return Ok(());
-    };
-    if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
-        return Ok(());
-    }
-    let frame_len = u64::from(page_size).saturating_add(u64::try_from(WAL_FRAME_HEADER).unwrap_or(u64::MAX));
-    let mut wal_id = None;
-    let mut at: u64 = 32;
-    let mut frame = [0u8; WAL_FRAME_APP_ID + 4];
-    while at.checked_add(frame_len).is_some_and(|end| end <= wal_len) {
-        if read_at(&wal, &mut frame, at).is_err() {
-            break;
-        }
-        let (pgno, s1, s2) = (be32(&frame, 0), be32(&frame, 8), be32(&frame, 12));
-        if s1 != Some(salt1) || s2 != Some(salt2) {
-            break;
-        }
-        if pgno == Some(1) {
-            wal_id = be32(&frame, WAL_FRAME_APP_ID);
-        }
-        at = at.saturating_add(frame_len);
-    }
-    match wal_id {
-        Some(w) if w != 0 && w != file_id => {
-            Err(StoreError::ForeignWal { path: path.to_path_buf(), file_id, wal_id: w })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Reads `buf.len()` bytes at `at`: one `pread` per frame header where the platform has it (a
-/// live `-wal` holds about a thousand frames, and every cold open walks them).
-#[cfg(unix)]
-fn read_at(f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(f, buf, at)
-}
-
-#[cfg(not(unix))]
-fn read_at(mut f: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
-    use std::io::{Seek, SeekFrom};
-    f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(buf))
 }
 
 /// What an existing path holds, found without writing to it.

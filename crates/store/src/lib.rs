@@ -15,6 +15,7 @@
 mod error;
 mod identity;
 mod migrations;
+mod wal;
 
 pub use error::StoreError;
 pub use migrations::{latest_version, Migration, MIGRATIONS};
@@ -313,44 +314,112 @@ mod tests {
         p
     }
 
-    /// A WAL header declaring `page_size`, then one frame for page 1 of `frame_page_size` bytes
-    /// whose header offset 68 holds `wal_id`.
-    fn wal_bytes(page_size: u32, frame_page_size: usize, wal_id: u32) -> Vec<u8> {
-        let (salt1, salt2) = (0x0102_0304u32, 0x0506_0708u32);
-        let mut w = vec![0u8; 32];
-        w[0..4].copy_from_slice(&0x377f_0682u32.to_be_bytes());
-        w[8..12].copy_from_slice(&page_size.to_be_bytes());
-        w[16..20].copy_from_slice(&salt1.to_be_bytes());
-        w[20..24].copy_from_slice(&salt2.to_be_bytes());
-        let mut frame = vec![0u8; 24 + frame_page_size];
-        frame[0..4].copy_from_slice(&1u32.to_be_bytes());
-        frame[8..12].copy_from_slice(&salt1.to_be_bytes());
-        frame[12..16].copy_from_slice(&salt2.to_be_bytes());
-        frame[24 + 68..24 + 72].copy_from_slice(&wal_id.to_be_bytes());
-        w.extend(frame);
-        w
+    use crate::wal::tests::wal_bytes;
+
+    fn refused(p: &Path) -> Option<u32> {
+        match check_wal_identity(p) {
+            Err(StoreError::ForeignWal { file_id: 0x1111, wal_id, .. }) => Some(wal_id),
+            Err(e) => panic!("{e}"),
+            Ok(()) => None,
+        }
     }
 
     #[test]
-    fn a_hostile_wal_header_is_walked_safely_and_a_foreign_page_1_is_still_found() {
+    fn a_committed_foreign_page_1_is_refused_in_either_checksum_order() {
         let dir = tempfile::tempdir().unwrap();
-        // The walk finds page 1 of another database...
-        let p = with_wal(dir.path(), 0x1111, &wal_bytes(512, 512, 0x2222));
-        match check_wal_identity(&p) {
-            Err(StoreError::ForeignWal { file_id: 0x1111, wal_id: 0x2222, .. }) => {}
-            other => panic!("{other:?}"),
+        for big_endian in [false, true] {
+            // One transaction writing page 1 of another database.
+            let p = with_wal(dir.path(), 0x1111, &wal_bytes(big_endian, 512, &[(2, 0, 0), (1, 3, 0x2222)]));
+            assert_eq!(refused(&p), Some(0x2222), "big endian {big_endian}");
+            // Our own id, and a later committed transaction that brings another id.
+            let p = with_wal(dir.path(), 0x1111, &wal_bytes(big_endian, 512, &[(1, 1, 0x1111)]));
+            assert_eq!(refused(&p), None);
+            let p =
+                with_wal(dir.path(), 0x1111, &wal_bytes(big_endian, 512, &[(1, 1, 0x1111), (1, 1, 0x2222)]));
+            assert_eq!(refused(&p), Some(0x2222));
         }
-        // ...and accepts its own.
-        let p = with_wal(dir.path(), 0x1111, &wal_bytes(512, 512, 0x1111));
-        assert!(check_wal_identity(&p).is_ok());
-        // Page sizes SQLite never writes, a frame cut short, a header cut short: nothing is
-        // concluded, nothing panics.
-        for (declared, actual) in [(u32::MAX, 512), (0, 512), (1000, 1000), (1 << 17, 512), (1024, 512)] {
-            let p = with_wal(dir.path(), 0x1111, &wal_bytes(declared, actual, 0x2222));
-            assert!(check_wal_identity(&p).is_ok(), "page size {declared}");
+    }
+
+    #[test]
+    fn what_a_killed_writer_leaves_in_the_wal_is_not_taken_for_a_foreign_database() {
+        let dir = tempfile::tempdir().unwrap();
+        // A transaction that never committed (no frame records a database size).
+        let p = with_wal(
+            dir.path(),
+            0x1111,
+            &wal_bytes(false, 512, &[(1, 1, 0x1111), (1, 0, 0x2222), (3, 0, 0)]),
+        );
+        assert_eq!(refused(&p), None);
+        // A commit frame whose header was written but whose page still holds other bytes: its
+        // checksum does not match, so SQLite ignores it and so does the check.
+        let mut w = wal_bytes(false, 512, &[(1, 1, 0x1111), (1, 2, 0x2222)]);
+        let last_page = w.len() - 512;
+        w[last_page + 300] ^= 0xff;
+        let p = with_wal(dir.path(), 0x1111, &w);
+        assert_eq!(refused(&p), None);
+        // The same frame intact is refused: the corruption above is what made the difference.
+        w[last_page + 300] ^= 0xff;
+        let p = with_wal(dir.path(), 0x1111, &w);
+        assert_eq!(refused(&p), Some(0x2222));
+    }
+
+    #[test]
+    fn a_wal_real_sqlite_wrote_for_another_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours.db");
+        let theirs = dir.path().join("theirs.db");
+        drop(Store::open(&ours, &Options::default()).unwrap());
+        // Another application's database whose page 1 (its new application id) sits, committed,
+        // in a -wal SQLite has not checkpointed: the walk must verify SQLite's own checksums.
+        let c = Connection::open(&theirs).unwrap();
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; PRAGMA application_id = 8738;
+             CREATE TABLE t (x); INSERT INTO t VALUES (1);",
+        )
+        .unwrap();
+        let wal = |p: &Path| {
+            let mut w = p.as_os_str().to_owned();
+            w.push("-wal");
+            PathBuf::from(w)
+        };
+        std::fs::copy(wal(&theirs), wal(&ours)).unwrap();
+        drop(c);
+        match Store::open(&ours, &Options::default()) {
+            Err(StoreError::ForeignWal { wal_id: 8738, .. }) => {}
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a foreign -wal was accepted"),
         }
-        let p = with_wal(dir.path(), 0x1111, &wal_bytes(512, 512, 0x2222)[..40]);
-        assert!(check_wal_identity(&p).is_ok());
+        // Without that -wal the file opens, and its own live -wal is its own.
+        std::fs::remove_file(wal(&ours)).unwrap();
+        let live = Store::open(&ours, &Options::default()).unwrap();
+        live.conn().execute_batch("PRAGMA user_version = user_version").unwrap();
+        assert!(check_wal_identity(&ours).is_ok());
+        drop(live);
+    }
+
+    #[test]
+    fn a_hostile_wal_header_is_walked_safely() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = wal_bytes(false, 512, &[(1, 1, 0x2222)]);
+        // Page sizes SQLite never writes (the header re-checksummed so only the size is wrong),
+        // a bad header checksum, a frame cut short, a header cut short: nothing is concluded,
+        // nothing panics.
+        for declared in [u32::MAX, 0, 1000, 1 << 17, 1024] {
+            let mut w = good.clone();
+            w[8..12].copy_from_slice(&declared.to_be_bytes());
+            let mut s = (0, 0);
+            crate::wal::tests::sums(false, &w[..24], &mut s);
+            w[24..28].copy_from_slice(&s.0.to_be_bytes());
+            w[28..32].copy_from_slice(&s.1.to_be_bytes());
+            assert_eq!(refused(&with_wal(dir.path(), 0x1111, &w)), None, "page size {declared}");
+        }
+        let mut w = good.clone();
+        w[27] ^= 1;
+        assert_eq!(refused(&with_wal(dir.path(), 0x1111, &w)), None);
+        for cut in [40, good.len() - 1] {
+            assert_eq!(refused(&with_wal(dir.path(), 0x1111, &good[..cut])), None, "cut at {cut}");
+        }
+        assert_eq!(refused(&with_wal(dir.path(), 0x1111, &good)), Some(0x2222));
     }
 
     #[test]
