@@ -234,8 +234,11 @@ impl Pool<'_> {
         let mut journal = match self.open_journal() {
             Ok(j) => j,
             Err(e) => {
-                let i = self.next.fetch_add(1, Ordering::SeqCst);
-                self.store(i, Err(e));
+                // The capture this thread would have taken fails with the reason.
+                let k = self.next.fetch_add(1, Ordering::SeqCst);
+                if let Some(&i) = self.order.get(k) {
+                    self.store(i, Err(e));
+                }
                 return;
             }
         };

@@ -12,6 +12,7 @@
 #![deny(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects)]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
 
+mod busy;
 mod error;
 mod identity;
 mod migrations;
@@ -149,18 +150,22 @@ impl Store {
     }
 
     fn configure(&self, options: &Options) -> Result<(), StoreError> {
-        let setting = |setting: &'static str| {
-            move |source| StoreError::Setting { path: self.path.clone(), setting, source }
-        };
-        self.conn.busy_timeout(options.busy_timeout).map_err(setting("busy_timeout"))?;
+        self.conn.busy_timeout(options.busy_timeout).map_err(|source| StoreError::Setting {
+            path: self.path.clone(),
+            setting: "busy_timeout",
+            source,
+        })?;
+        let path = &self.path;
+        let setting =
+            |setting: &'static str| move |source| StoreError::Setting { path: path.clone(), setting, source };
         // Checking the header first turns "file is not a database" into a clear open error.
         self.conn
             .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
             .map_err(|source| StoreError::Open { path: self.path.clone(), source })?;
-        let mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(setting("journal_mode"))?;
+        let mode = busy::retry(options.busy_timeout, || {
+            self.conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+        })
+        .map_err(setting("journal_mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Setting {
                 path: self.path.clone(),
@@ -526,6 +531,27 @@ mod tests {
             .collect();
         for h in handles {
             assert_eq!(h.join().unwrap().unwrap(), latest_version());
+        }
+    }
+
+    #[test]
+    fn two_openers_of_a_new_file_both_open_it_every_time() {
+        // One race in seven failed with "journal_mode: database is locked" before the switch to
+        // WAL was retried: SQLite refuses that lock at once, without a busy handler.
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..150 {
+            let p = dir.path().join(format!("pair{round}.db"));
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    let p = p.clone();
+                    std::thread::spawn(move || Store::open(&p, &Options::default()).map(|_| ()))
+                })
+                .collect();
+            for h in handles {
+                if let Err(e) = h.join().unwrap() {
+                    panic!("round {round}: {e}");
+                }
+            }
         }
     }
 }
