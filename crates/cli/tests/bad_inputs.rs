@@ -99,3 +99,21 @@ fn ceilings_are_configurable_and_named() {
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("recall output of 4.9 KB is over the 1.0 KB limit (SALVAGE_MAX_RECALL)"));
 }
+
+#[test]
+fn generate_refuses_a_size_no_capture_may_hold_before_writing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("big.json");
+    for (size, want) in [("600MB", "over the 512 MB"), ("1TB", "over the 512 MB"), ("ten", "is not a size")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_salvage"))
+            .args(["generate", "--size", size, "-o"])
+            .arg(&out)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{size}: {err}");
+        assert!(err.contains("--size") && err.contains(want), "{size}: {err}");
+        assert!(!out.exists(), "{size}: nothing written");
+    }
+}

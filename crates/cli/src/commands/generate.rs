@@ -12,7 +12,7 @@ use std::path::PathBuf;
     after_help = "Example: salvage generate --size 10MB --seed 7 -o /tmp/big.json && salvage replay /tmp/big.json --no-journal"
 )]
 pub struct Args {
-    /// History size (e.g. 10MB).
+    /// History size (e.g. 10MB; at most 512MB, what a capture's history may hold).
     #[arg(long, default_value = "10MB")]
     size: String,
     /// Seed (the same seed gives the same capture).
@@ -30,6 +30,16 @@ pub struct Args {
 pub fn run(args: Args, out: &mut Output) -> Outcome {
     let size = ByteSize::parse(&args.size)
         .ok_or_else(|| Failure::Input(format!("--size: {:?} is not a size such as 10MB", args.size)))?;
+    // A history larger than a capture may hold would only be refused by `replay` after minutes
+    // of generating it, in memory.
+    let max = salvage_types::capture::MAX_HISTORY_BYTES;
+    if size.0 > max {
+        return Err(Failure::Input(format!(
+            "--size: {} is over the {} MB a capture's history may hold",
+            args.size,
+            max >> 20
+        )));
+    }
     let bytes = usize::try_from(size.0).map_err(|_| Failure::Input("--size: too large".into()))?;
     let style = RejectStyle::parse(&args.rejects_with).unwrap_or(RejectStyle::WafHtml403);
     let c = salvage_replay::synth::large_capture(bytes, args.seed, style);
