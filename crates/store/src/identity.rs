@@ -2,16 +2,12 @@
 //! version), a new file, or something refused (another application's database, a foreign `-wal`).
 
 use crate::migrations::user_version;
+use crate::wal::be32;
 use crate::StoreError;
 use rusqlite::{Connection, OpenFlags};
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
-
-fn be32(b: &[u8], at: usize) -> Option<u32> {
-    let bytes: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
-    Some(u32::from_be_bytes(bytes))
-}
 
 /// Refuses a `-wal` beside `path` whose committed copy of page 1 names another application id
 /// than the database file's header ([`crate::wal`] says how it is read, crash leftovers included).

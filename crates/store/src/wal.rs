@@ -23,7 +23,8 @@ const FRAME_APP_ID: usize = FRAME_HEADER + 68;
 const MAGIC_LE: u32 = 0x377f_0682;
 const MAGIC_BE: u32 = 0x377f_0683;
 
-fn be32(b: &[u8], at: usize) -> Option<u32> {
+/// The big-endian `u32` at `at`, if `b` holds it (SQLite's headers are big-endian).
+pub(crate) fn be32(b: &[u8], at: usize) -> Option<u32> {
     let bytes: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
     Some(u32::from_be_bytes(bytes))
 }
