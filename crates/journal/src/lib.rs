@@ -40,6 +40,7 @@ pub mod lookup;
 pub mod messages;
 pub mod open;
 pub mod otlp;
+pub(crate) mod packed;
 pub mod restore;
 pub(crate) mod snapshot;
 pub mod state;

@@ -1,24 +1,26 @@
 //! Snapshots: the state after an event and the decoded history at it, so a restore reads a few
-//! rows, decompresses and parses once, and applies only the few splices after it (instead of one
-//! keyed lookup, hash check and parse per message).
+//! rows and decodes them once, and applies only the few splices after it (instead of one keyed
+//! lookup, hash check and JSON parse per message).
 //!
-//! A snapshot row holds the state's JSON and its history as zstd frames of the messages' stored
-//! JSON joined by commas (the inside of a JSON array). Design decision (incremental snapshots):
-//! a snapshot extends a base — the latest snapshot at or before it whose history is a prefix of
-//! its own — and holds only a skippable frame naming the base and one frame of the messages after
-//! it, and its state lists only the hashes after the base (a whole row's lists them all), so each
-//! message is read, hash-checked, compressed and listed once and snapshot work grows linearly
-//! with the session (re-compressing the whole history at every snapshot made batched appends five
-//! times slower; listing every hash again in every row cost a writer as much as compressing, and
-//! a restore reading a chain of 16 rows sixteen copies of the list). A chain is at most
-//! [`MAX_CHAIN`] rows: the snapshot that would make it longer holds the chain's frames again,
-//! copied as they are (nothing recompressed), so a restore reads at most that many rows,
-//! decompresses every frame into one buffer and parses one array. A history that is not an
-//! extension of the latest snapshot's (a rewrite, a rewind) is one frame. A writer keeps its
-//! latest snapshot ([`Last`]) beside its head state, so its next snapshot reads no earlier row
-//! (except, once per chain, the rows it copies); a cold writer reads the latest row back. The
-//! messages a transaction stored itself enter its snapshots from the bytes it hashed, not read
-//! back; a message that was already stored is read back (it may have been redacted since).
+//! A snapshot row holds the state's JSON and its history in snapshot format 2 ([`packed`]: a
+//! header naming the row's base, then each message's stored JSON transcoded to MessagePack,
+//! uncompressed — the format's module says why). Rows of format 1 (zstd frames of the messages'
+//! JSON joined by commas, a skippable frame naming the base) written by earlier versions are still
+//! read, never extended: the next snapshot after one is whole. Design decision (incremental
+//! snapshots): a snapshot extends a base — the latest snapshot at or before it whose history is a
+//! prefix of its own — and holds only the messages after it, and its state lists only the hashes
+//! after the base (a whole row's lists them all), so each message is read, hash-checked, encoded
+//! and listed once and snapshot work grows linearly with the session (re-encoding the whole
+//! history at every snapshot made batched appends five times slower; listing every hash again in
+//! every row cost a writer as much, and a restore reading a chain of 16 rows sixteen copies of the
+//! list). A chain is at most [`MAX_CHAIN`] rows: the snapshot that would make it longer holds the
+//! chain's messages again, copied as they are (nothing re-encoded), so a restore reads at most
+//! that many rows and decodes each row's messages once. A history that is not an extension of the
+//! latest snapshot's (a rewrite, a rewind) is written whole. A writer keeps its latest snapshot
+//! ([`Last`]) beside its head state, so its next snapshot reads no earlier row (except, once per
+//! chain, the rows it copies); a cold writer reads the latest row back. The messages a
+//! transaction stored itself enter its snapshots from the bytes it hashed, not read back; a
+//! message that was already stored is read back (it may have been redacted since).
 //!
 //! Design decision (integrity): the event a snapshot is taken at records the snapshot's BLAKE3
 //! ([`digest`], over the state and the stored history bytes) in its `snapshot_hash` column, which
@@ -28,7 +30,7 @@
 //! same way, so a tampered row is caught by both; changing the recorded hash instead breaks the
 //! chain, which verify reports. Message hashes are checked when a message enters a snapshot and
 //! by `journal verify`, not on restores through a snapshot: the snapshot's hash vouches for those
-//! bytes, and checking it costs one BLAKE3 pass over the compressed bytes, a fraction of
+//! bytes, and checking it costs one BLAKE3 pass over the stored bytes, a fraction of
 //! re-hashing every message. Snapshots stay disposable: a row that is missing (deleted, or dropped
 //! by a redaction of a message it holds) is folded past, and so is a row whose chain misses one;
 //! a row at an event that records no snapshot hash is never read (migration 0005 dropped the
@@ -37,17 +39,14 @@
 
 use crate::error::{i, sql, stored_hash, JournalError};
 use crate::messages::{fetch_raw, is_redacted, message_hash};
+use crate::packed;
 use crate::state::{hex, MsgHash, State, REDUCER_VERSION};
 use rusqlite::{params, Connection, OptionalExtension};
 use salvage_types::Message;
 use std::collections::HashMap;
 
-/// zstd level of the history blob: level 1 compresses about as well as 3 on chat text and
-/// twice as fast, and decompression speed does not depend on the level.
-const LEVEL: i32 = 1;
-
-/// A delta snapshot's history starts with a skippable zstd frame (decoders pass over it) with this
-/// magic number, holding its base snapshot's seq.
+/// A format-1 delta's history starts with a skippable zstd frame (decoders pass over it) with this
+/// magic number, holding its base snapshot's seq. (Format 1 is read, no longer written.)
 const BASE_MAGIC: u32 = 0x184D_2A5A;
 /// The most rows a history is spread over: the snapshot that would make a chain longer holds
 /// its whole history again (the chain's frames copied as they are, nothing recompressed).
@@ -72,6 +71,8 @@ pub(crate) struct Read {
     pub state: State,
     /// The history blobs of its chain's rows, the whole one first and its own last.
     pub rows: Vec<Vec<u8>>,
+    /// How many messages each of those rows lists.
+    pub counts: Vec<usize>,
 }
 
 /// BLAKE3 over a snapshot's stored bytes, each length-prefixed.
@@ -85,12 +86,12 @@ pub(crate) fn digest(state: &[u8], history: &[u8]) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-/// The stored JSON of the messages `hashes`, joined by commas (the inside of a JSON array). Each
-/// read back is checked against its hash here, once, as it enters a snapshot (a body that differs
-/// is accepted only for a redacted message): restores through the snapshot then rely on the
-/// snapshot's own hash, which the chain covers. The messages the writer stored in this
+/// The messages `hashes` in snapshot format 2 (each one's stored JSON transcoded to MessagePack,
+/// [`packed`]). Each read back is checked against its hash here, once, as it enters a snapshot (a
+/// body that differs is accepted only for a redacted message): restores through the snapshot then
+/// rely on the snapshot's own hash, which the chain covers. The messages the writer stored in this
 /// transaction (`fresh`, hashed from these very bytes) are not read back.
-fn joined(
+fn packed_messages(
     conn: &Connection,
     session: &str,
     seq: u64,
@@ -112,16 +113,15 @@ fn joined(
     }
     let size = |h: &MsgHash| fresh.get(h).or_else(|| raw.get(h)).map_or(0, Vec::len);
     let total: usize = hashes.iter().map(size).fold(0, usize::saturating_add);
-    let mut out = Vec::with_capacity(total.saturating_add(hashes.len()));
-    for (n, h) in hashes.iter().enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
+    let mut out = Vec::with_capacity(total);
+    for h in hashes {
         let json = fresh
             .get(h)
             .or_else(|| raw.get(h))
             .ok_or_else(|| JournalError::corrupt(session, seq, format!("message {} is missing", hex(h))))?;
-        out.extend_from_slice(json);
+        packed::transcode(json, &mut out).map_err(|e| {
+            JournalError::corrupt(session, seq, format!("message {} does not transcode: {e}", hex(h)))
+        })?;
     }
     Ok(out)
 }
@@ -152,7 +152,8 @@ fn latest(conn: &Connection, session: &str, seq: u64) -> Result<Option<Read>, Jo
         .map_err(sql("snapshot"))?;
     let Some(at) = at.and_then(|a| u64::try_from(a).ok()) else { return Ok(None) };
     match read(conn, session, at) {
-        Ok(r) => Ok(r.filter(|r| r.rows.iter().all(|h| raw_len(frames(h)).is_some()))),
+        // Only a format-2 chain is extended; any other latest row makes the next one whole.
+        Ok(r) => Ok(r.filter(|r| r.rows.iter().all(|h| packed::is_packed(h)))),
         Err(JournalError::Corrupt { .. }) => Ok(None),
         Err(e) => Err(e),
     }
@@ -187,27 +188,23 @@ pub(crate) fn build(
     };
     let base = base.filter(|b| b.seq < seq && state.history.starts_with(&b.history));
     let (mut history, from, rows) = match base {
-        Some(b) if b.rows < MAX_CHAIN => (base_frame(b.seq), b.history.len(), b.rows.saturating_add(1)),
+        Some(b) if b.rows < MAX_CHAIN => {
+            (packed::header(Some(b.seq)), b.history.len(), b.rows.saturating_add(1))
+        }
         Some(b) => match read(conn, session, b.seq)? {
-            Some(r) if r.state.history == b.history => {
-                let mut whole = Vec::new();
+            Some(r) if r.state.history == b.history && r.rows.iter().all(|h| packed::is_packed(h)) => {
+                let mut whole = packed::header(None);
                 for h in &r.rows {
-                    whole.extend_from_slice(frames(h));
+                    whole.extend_from_slice(packed::body(h));
                 }
                 (whole, b.history.len(), 1)
             }
-            _ => (Vec::new(), 0, 1),
+            _ => (packed::header(None), 0, 1),
         },
-        None => (Vec::new(), 0, 1),
+        None => (packed::header(None), 0, 1),
     };
     let tail = state.history.get(from..).unwrap_or_default();
-    if !tail.is_empty() {
-        let mut text = if from > 0 { vec![b','] } else { Vec::new() };
-        text.extend_from_slice(&joined(conn, session, seq, tail, fresh)?);
-        let frame = zstd::bulk::compress(&text, LEVEL)
-            .map_err(|e| JournalError::Invalid(format!("session {session}, event {seq}: snapshot: {e}")))?;
-        history.extend_from_slice(&frame);
-    }
+    history.extend_from_slice(&packed_messages(conn, session, seq, tail, fresh)?);
     // A delta's state lists only the hashes after its base; a whole row's, all of them.
     let listed = if rows > 1 { tail } else { state.history.as_slice() };
     let row_state = State { history: listed.to_vec(), ..state.clone() };
@@ -217,17 +214,11 @@ pub(crate) fn build(
     Ok((Written { state: row_state, history, hash }, last))
 }
 
-/// The skippable frame naming a delta's base.
-fn base_frame(base: u64) -> Vec<u8> {
-    let mut f = Vec::with_capacity(16);
-    f.extend_from_slice(&BASE_MAGIC.to_le_bytes());
-    f.extend_from_slice(&8u32.to_le_bytes());
-    f.extend_from_slice(&base.to_le_bytes());
-    f
-}
-
-/// The base a delta's history names, if it is a delta.
+/// The base a delta's history names, if it is a delta (either format).
 fn base_of(blob: &[u8]) -> Option<u64> {
+    if packed::is_packed(blob) {
+        return packed::base_of(blob);
+    }
     let word = |r: std::ops::Range<usize>| blob.get(r).and_then(|b| <[u8; 4]>::try_from(b).ok());
     if word(0..4).map(u32::from_le_bytes) != Some(BASE_MAGIC) || word(4..8).map(u32::from_le_bytes) != Some(8)
     {
@@ -236,7 +227,7 @@ fn base_of(blob: &[u8]) -> Option<u64> {
     blob.get(8..16).and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_le_bytes)
 }
 
-/// A history's frames of messages (without the frame naming its base).
+/// A format-1 history's frames of messages (without the frame naming its base).
 fn frames(blob: &[u8]) -> &[u8] {
     match base_of(blob) {
         Some(_) => blob.get(16..).unwrap_or_default(),
@@ -294,8 +285,9 @@ pub(crate) fn read(conn: &Connection, session: &str, seq: u64) -> Result<Option<
     }
     rows.reverse();
     tails.reverse();
+    let counts = tails.iter().map(Vec::len).collect();
     state.history = tails.concat();
-    Ok(Some(Read { seq, state, rows }))
+    Ok(Some(Read { seq, state, rows, counts }))
 }
 
 /// A snapshot row's stored state and history.
@@ -304,19 +296,22 @@ type RowBytes = (Vec<u8>, Vec<u8>);
 /// The state and history bytes of the snapshot after `seq`, checked against the hash its event
 /// records (the state not decoded: a chain's bases need only their frames).
 fn checked_row(conn: &Connection, session: &str, seq: u64) -> Result<Option<RowBytes>, JournalError> {
-    type SnapRow = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
-    let row: Option<SnapRow> = conn
+    // Two lookups by primary key (a join of the two was recompiled by SQLite at every call).
+    let row: Option<RowBytes> = conn
         .prepare_cached(
-            "SELECT s.state, s.history, e.snapshot_hash FROM snapshots AS s
-             JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.seq
-             WHERE s.session_id = ?1 AND s.seq = ?2 AND s.reducer_version = ?3",
+            "SELECT state, history FROM snapshots WHERE session_id = ?1 AND seq = ?2 AND reducer_version = ?3",
         )
         .and_then(|mut st| {
-            st.query_row(params![session, i(seq), REDUCER_VERSION], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .optional()
+            st.query_row(params![session, i(seq), REDUCER_VERSION], |r| Ok((r.get(0)?, r.get(1)?))).optional()
         })
         .map_err(sql("restore"))?;
-    let Some((state, history, Some(recorded))) = row else { return Ok(None) };
+    let Some((state, history)) = row else { return Ok(None) };
+    let recorded: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT snapshot_hash FROM events WHERE session_id = ?1 AND seq = ?2")
+        .and_then(|mut st| st.query_row(params![session, i(seq)], |r| r.get(0)).optional())
+        .map_err(sql("restore"))?
+        .flatten();
+    let Some(recorded) = recorded else { return Ok(None) };
     vouched(session, seq, &state, &history, &recorded)?;
     Ok(Some((state, history)))
 }
@@ -348,9 +343,28 @@ pub(crate) fn check(state: &[u8], history: &[u8], recorded: &[u8; 32]) -> Option
         .then(|| "snapshot does not match the hash its event records (it was edited)".to_string())
 }
 
-/// Decodes a snapshot's history: exactly its state's messages. The frames of every row of its
-/// chain decompress into one buffer between the array's brackets, which is parsed once.
+/// Decodes a snapshot's history: exactly its state's messages, each row holding the count its
+/// state lists. A chain is of one format: format 2 (written now) or format 1 (older files).
 pub(crate) fn decode_history(session: &str, snap: &Read) -> Result<Vec<Message>, JournalError> {
+    let corrupt = |p: String| JournalError::corrupt(session, snap.seq, p);
+    let packed_rows = snap.rows.iter().filter(|h| packed::is_packed(h)).count();
+    if packed_rows == 0 {
+        return decode_format1(session, snap);
+    }
+    if packed_rows != snap.rows.len() || snap.counts.len() != snap.rows.len() {
+        return Err(corrupt("snapshot chain mixes history formats".into()));
+    }
+    let mut msgs = Vec::with_capacity(snap.state.history.len());
+    for (row, count) in snap.rows.iter().zip(&snap.counts) {
+        packed::decode(packed::body(row), *count, &mut msgs)
+            .map_err(|e| corrupt(format!("snapshot history does not decode: {e}")))?;
+    }
+    Ok(msgs)
+}
+
+/// Decodes a format-1 history: the frames of every row of its chain decompress into one buffer
+/// between the array's brackets, which is parsed once.
+fn decode_format1(session: &str, snap: &Read) -> Result<Vec<Message>, JournalError> {
     let corrupt = |p: String| JournalError::corrupt(session, snap.seq, p);
     let blobs: Vec<&[u8]> = snap.rows.iter().map(|h| frames(h)).collect();
     let mut sizes = Vec::with_capacity(blobs.len());

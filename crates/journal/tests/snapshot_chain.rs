@@ -11,8 +11,13 @@ use salvage_types::event::EventBody;
 use salvage_types::Message;
 use std::path::Path;
 
-/// The first bytes of a delta's history: the skippable zstd frame naming its base.
-const DELTA: [u8; 4] = [0x5A, 0x2A, 0x4D, 0x18];
+/// The first bytes of a snapshot's history (format 2), followed by its base's seq (0: a whole row).
+const MAGIC: [u8; 4] = *b"SVH2";
+
+/// True when a stored history is a delta: format 2 naming a base.
+fn is_delta(h: &[u8]) -> bool {
+    h.starts_with(&MAGIC) && h[4..12] != [0u8; 8]
+}
 
 fn ts(n: u64) -> chrono::DateTime<Utc> {
     Utc.timestamp_millis_opt(1_764_000_000_000 + n as i64).single().unwrap()
@@ -39,7 +44,7 @@ fn build(path: &Path, events: u64) {
 /// The snapshot rows: seq and whether the history is a delta.
 fn rows(j: &Journal) -> Vec<(u64, bool)> {
     let mut st = j.conn().prepare("SELECT seq, history FROM snapshots ORDER BY seq").unwrap();
-    st.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Vec<u8>>(1)?.starts_with(&DELTA))))
+    st.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, is_delta(&r.get::<_, Vec<u8>>(1)?))))
         .unwrap()
         .map(Result::unwrap)
         .collect()
@@ -94,9 +99,17 @@ fn a_chain_cut_short_is_read_row_by_row_and_a_tampered_base_is_refused() {
         .conn()
         .query_row("SELECT history FROM snapshots WHERE seq = ?1", [middle as i64], |r| r.get(0))
         .unwrap();
-    let mut forged = history[..16].to_vec();
-    let text = String::from_utf8(zstd::stream::decode_all(&history[16..]).unwrap()).unwrap();
-    forged.extend(zstd::bulk::compress(text.replace("message", "forged!").as_bytes(), 1).unwrap());
+    // Same-length text in the MessagePack strings: the row still decodes, only its hash differs.
+    let forged: Vec<u8> = {
+        let at: Vec<usize> =
+            history.windows(7).enumerate().filter(|(_, w)| w == b"message").map(|(i, _)| i).collect();
+        assert!(!at.is_empty(), "the row holds the messages' text uncompressed");
+        let mut f = history.clone();
+        for i in at {
+            f[i..i + 7].copy_from_slice(b"forged!");
+        }
+        f
+    };
     j.conn()
         .execute("UPDATE snapshots SET history = ?1 WHERE seq = ?2", rusqlite::params![forged, middle as i64])
         .unwrap();
@@ -198,4 +211,68 @@ fn a_redacted_message_appended_again_enters_snapshots_redacted() {
         assert!(v.history.iter().all(|m| m.content != secret.content), "event {s}");
         assert_eq!(&v, w, "event {s}");
     }
+}
+
+/// A journal written by salvage 0.1.0 at d25858a (snapshot format 1: zstd frames of JSON), made by
+/// `testdata/journals/README.md`'s program: 1 300 events, a rewrite at event 700.
+fn format1_copy(dir: &Path) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/journals/format1.db");
+    let p = dir.join("format1.db");
+    std::fs::copy(src, &p).unwrap();
+    p
+}
+
+/// The first bytes of a format-1 history: a zstd frame, or the skippable frame naming a base.
+fn is_format1(h: &[u8]) -> bool {
+    h.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) || h.starts_with(&[0x5A, 0x2A, 0x4D, 0x18])
+}
+
+fn histories(j: &Journal) -> Vec<(u64, Vec<u8>)> {
+    let mut st = j.conn().prepare("SELECT seq, history FROM snapshots ORDER BY seq").unwrap();
+    st.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Vec<u8>>(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn an_older_files_format1_snapshots_restore_exactly_and_are_never_extended() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = format1_copy(dir.path());
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    let old = histories(&j);
+    assert!(old.len() >= 4 && old.iter().all(|(_, h)| is_format1(h)), "{:?}", old.len());
+    let seqs: Vec<u64> = old.iter().map(|(s, _)| *s).chain([699, 700, 701, 1299]).collect();
+    drop(j);
+    let want = without_snapshots(&p, &seqs);
+    let j = Journal::open(&p, &Options::read_only()).unwrap();
+    for (seq, w) in seqs.iter().zip(&want) {
+        assert_eq!(&j.view_at("s", *seq).unwrap(), w, "restore at {seq} through format 1");
+    }
+    assert!(j.verify(None).unwrap().bad.is_empty());
+    drop(j);
+    // The new version appends after it: its first snapshot is format 2 and whole (a format-1 row
+    // is never a base), and every restore stays exact.
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    for n in 1300..1500u64 {
+        let m = Message::user(format!("later {n}"));
+        j.append(
+            "s",
+            None,
+            vec![NewEvent::new(format!("l{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                .with_history(HistoryChange::Append(vec![m]))],
+        )
+        .unwrap();
+    }
+    let new: Vec<(u64, Vec<u8>)> = histories(&j).into_iter().filter(|(s, _)| *s >= 1300).collect();
+    assert!(!new.is_empty());
+    assert!(new.iter().all(|(_, h)| h.starts_with(&MAGIC)), "format 2 after the upgrade");
+    assert!(!is_delta(&new[0].1), "the first format-2 row is whole");
+    let last = j.version("s").unwrap();
+    drop(j);
+    let want = without_snapshots(&p, &[last, 1299]);
+    let j = Journal::open(&p, &Options::read_only()).unwrap();
+    assert_eq!(j.view_at("s", last).unwrap(), want[0]);
+    assert_eq!(j.view_at("s", 1299).unwrap(), want[1]);
+    assert!(j.verify(None).unwrap().bad.is_empty());
 }

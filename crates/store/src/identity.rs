@@ -71,6 +71,9 @@ pub(crate) fn inspect(path: &Path) -> Result<(Found, Option<Connection>), StoreE
         Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
             .map_err(open_err)?;
     let _ = conn.busy_timeout(Duration::from_secs(30));
+    // Registered before the schema is read: registering a module later expires every statement
+    // prepared before, so a cold reader would compile each of its statements twice.
+    rusqlite::vtab::array::load_module(&conn).map_err(open_err)?;
     // One read transaction: a migration committed by another process between the two reads
     // would otherwise show tables without their version.
     conn.execute_batch("BEGIN").map_err(open_err)?;

@@ -27,6 +27,11 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// How much of the file a read-only handle maps (SQLite's `mmap_size`): reads of mapped pages are
+/// memory copies instead of one `pread` per page. salvage never shrinks a journal file (no
+/// `VACUUM`; WAL checkpoints only grow it), which is what would make a mapping unsafe.
+const READER_MMAP: i64 = 1 << 30;
+
 /// How durable a commit is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
@@ -115,7 +120,9 @@ impl Store {
                 move |source| StoreError::Setting { path, setting, source }
             };
             conn.busy_timeout(options.busy_timeout).map_err(setting("busy_timeout"))?;
-            rusqlite::vtab::array::load_module(&conn).map_err(setting("rarray"))?;
+            // A reader maps the file instead of reading it a page at a time: a restore reads a
+            // snapshot's megabytes as overflow pages, one `pread` each without it.
+            conn.pragma_update(None, "mmap_size", READER_MMAP).map_err(setting("mmap_size"))?;
             return Ok(Store { conn, path });
         }
         // A path is a path: no SQLite URI interpretation (`file:x.db` is a file of that name).
