@@ -3,7 +3,7 @@
 //!
 //! The target rows measure the product path: archiving on, as every replay runs. Like the replay
 //! driver, the rung archives into memory (hashing each original once) and the originals then
-//! move into the CCR of a SQLite file in one transaction, with the one `Ccr::put_all` the
+//! move into the CCR of a SQLite file in one transaction, with the one `Ccr::put_all_keyed` the
 //! journal makes for the event that references them (compressing on every core). The CCR-off rows stay as information.
 
 use crate::harness::try_interleave;
@@ -47,9 +47,10 @@ fn flush(mem: &MemoryArchive, store: &Store) -> anyhow::Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let clock = SystemClock;
     let ccr = Ccr::new(conn, &clock);
-    // As the journal's append does: one put of every original, compressed on every core.
-    let blobs: Vec<&[u8]> = mem.blobs().collect();
-    if let Err(e) = ccr.put_all(&blobs) {
+    // As the journal's append does: one put of every original with the key the in-memory
+    // archive computed (not hashed again), compressed on every core.
+    let blobs: Vec<(salvage_types::CcrKey, &[u8])> = mem.keyed().collect();
+    if let Err(e) = ccr.put_all_keyed(&blobs) {
         conn.execute_batch("ROLLBACK")?;
         return Err(e.into());
     }

@@ -192,8 +192,9 @@ fn link_blobs(
     let ccr = Ccr::new(tx, clock);
     let ccr_err = |x: salvage_ccr::CcrError| JournalError::Invalid(x.to_string());
     let mut keys = e.blobs.clone();
-    // One call for all of them: CCR compresses them on every core before inserting.
-    for k in ccr.put_all(&e.archive).map_err(ccr_err)?.into_iter().map(|p| p.key) {
+    // One call for all of them: CCR compresses them on every core before inserting, and does
+    // not hash them again (their keys came with them).
+    for k in ccr.put_all_keyed(&e.archive).map_err(ccr_err)?.into_iter().map(|p| p.key) {
         if !keys.contains(&k) {
             keys.push(k);
         }

@@ -45,8 +45,9 @@ pub struct NewEvent {
     pub blobs: Vec<CcrKey>,
     /// Originals to archive in the event's own transaction and reference like `blobs`: no
     /// moment exists in which they are stored but unreferenced, so a concurrent `ccr gc` cannot
-    /// take them whatever its grace period.
-    pub archive: Vec<Vec<u8>>,
+    /// take them whatever its grace period. Each comes with its key, as [`CcrKey::of`] computed
+    /// it (the writer hashed it when it archived it in memory): it is not hashed again here.
+    pub archive: Vec<(CcrKey, Vec<u8>)>,
 }
 
 impl NewEvent {
@@ -75,8 +76,10 @@ impl NewEvent {
         self
     }
 
-    /// With originals archived (and referenced) in the event's transaction.
-    pub fn with_archive(mut self, archive: Vec<Vec<u8>>) -> NewEvent {
+    /// With originals archived (and referenced) in the event's transaction, each with its key
+    /// ([`CcrKey::of`] of its bytes). A wrong key is refused in debug builds; in any build CCR never
+    /// returns content that does not hash to the key it is read by.
+    pub fn with_archive(mut self, archive: Vec<(CcrKey, Vec<u8>)>) -> NewEvent {
         self.archive = archive;
         self
     }

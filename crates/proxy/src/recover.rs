@@ -146,8 +146,9 @@ impl Recovery {
                     }
                     for k in &r.blobs {
                         if !turn.blobs.iter().any(|(have, _)| have == k) {
-                            if let Some(b) = self.archive.get(&k.short()) {
-                                turn.blobs.push((*k, b));
+                            // By full key, without hashing it again (it was at put).
+                            if let Some(b) = self.archive.original(k) {
+                                turn.blobs.push((*k, b.to_vec()));
                             }
                         }
                     }

@@ -166,6 +166,9 @@ impl Wire for CaptureWire<'_> {
     }
 }
 
+/// An original with its key ([`CcrKey::of`] of its bytes), as the journal archives it.
+type Keyed = (CcrKey, Vec<u8>);
+
 struct Driver<'j> {
     journal: &'j mut Journal,
     clock: &'j dyn Clock,
@@ -194,7 +197,7 @@ impl Driver<'_> {
     /// The originals of blobs archived in memory that the journal does not hold yet, to be
     /// archived in the transaction of the event that references them (so `ccr gc` never sees
     /// them stored but unreferenced), and the keys to reference.
-    fn flush(&mut self, keys: &[CcrKey]) -> Result<(Vec<CcrKey>, Vec<Vec<u8>>), ReplayError> {
+    fn flush(&mut self, keys: &[CcrKey]) -> Result<(Vec<CcrKey>, Vec<Keyed>), ReplayError> {
         let ccr = Ccr::new(self.journal.conn(), self.clock);
         let mut out = Vec::new();
         let mut archive = Vec::new();
@@ -204,9 +207,12 @@ impl Driver<'_> {
                 // too: the put is idempotent and restores it if a gc took it meanwhile.
                 // Held in memory: taken by its full key, not hashed again (it was at put).
                 let held = self.mem.borrow().original(k).map(<[u8]>::to_vec);
-                let bytes = held.or_else(|| ccr.get(&k.short()).ok());
+                // By full key: a blob that merely shares the short key is not this original.
+                let bytes = held.or_else(|| ccr.get_key(k).ok());
                 match bytes {
-                    Some(b) => archive.push(b),
+                    // Either way the bytes hash to `k`: memory hashed them at put, CCR's read
+                    // verified them; the journal does not hash them a third time.
+                    Some(b) => archive.push((*k, b)),
                     None => return Err(ReplayError::Vanished(k.short())),
                 }
                 self.flushed.insert(*k);

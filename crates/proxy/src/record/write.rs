@@ -212,9 +212,9 @@ fn record_response(turn: &mut Turn, a: Assembled, history: &[Message]) {
 /// Stores the originals recovery archived, before the events that reference them.
 fn store_blobs(journal: &Journal, turn: &Turn) -> Result<(), WriteError> {
     let ccr = Ccr::new(journal.conn(), &NowClock);
-    for (_, bytes) in &turn.blobs {
-        ccr.put(bytes).map_err(|e| WriteError::Archive(e.to_string()))?;
-    }
+    // One put of them all, compressed on every core; each came with the key the in-memory
+    // archive computed when recovery archived it, so none is hashed again.
+    ccr.put_all_keyed(&turn.blobs).map_err(|e| WriteError::Archive(e.to_string()))?;
     Ok(())
 }
 
