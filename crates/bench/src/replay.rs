@@ -48,7 +48,7 @@ fn corpus_jobs(plan: &Plan) -> Row {
     let (workload, baseline, target) = ("corpus replay, --jobs 2", "--jobs 1", ">= 1.7x");
     let measured = (|| -> anyhow::Result<Row> {
         let files = discover(&[corpus_dir()]).map_err(anyhow::Error::msg)?;
-        let captures = load_all(&files)?;
+        let mut captures = load_all(&files)?;
         let dir = tempfile::tempdir()?;
         // The summarizer `salvage replay` uses by default: the capture's recorded summaries.
         let make = |c: &salvage_types::Capture| -> Result<Box<dyn Summarizer>, String> {
@@ -62,7 +62,7 @@ fn corpus_jobs(plan: &Plan) -> Row {
             n += 1;
             let target = Target::File(dir.path().join(format!("run{n}.db")));
             let reports = run_all(
-                &captures,
+                &mut captures,
                 &target,
                 jobs,
                 &make,

@@ -1,7 +1,7 @@
 //! Running many captures: file discovery, parallel jobs with a deterministic order, reports.
 
 use crate::checks::{compare, observed, run_checks, Check};
-use crate::driver::{replay, Options, Run};
+use crate::driver::{history_digest, replay_history, Options, Run};
 use salvage_journal::Journal;
 use salvage_recovery::compaction::{Hooks, NoHooks};
 use salvage_recovery::summarizer::Summarizer;
@@ -109,11 +109,14 @@ pub fn session_nonce(index: usize) -> String {
     format!("{:016x}", h.finish())
 }
 
-/// Replays one capture into a journal and checks it.
+/// Replays one capture into a journal and checks it. The capture's history is handed to the
+/// engine for the run rather than copied (peak memory: one copy of a hostile history fewer), and
+/// is read back from the session's first event before the checks, verified against the BLAKE3 of
+/// the history that went in; when the replay itself fails, the capture is left without it.
 #[allow(clippy::too_many_arguments)]
 pub fn run_one(
     file: &Path,
-    capture: &Capture,
+    capture: &mut Capture,
     journal: &mut Journal,
     summarizer: &mut dyn Summarizer,
     hooks: &mut dyn Hooks,
@@ -123,8 +126,12 @@ pub fn run_one(
     rung3_keep: usize,
     clock: &dyn Clock,
 ) -> Result<CaptureReport, String> {
-    let run: Run = replay(capture, journal, Options { summarizer, hooks, start, session, rung3_keep, clock })
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let input = std::mem::take(&mut capture.history);
+    let digest = history_digest(&input);
+    let opts = Options { summarizer, hooks, start, session, rung3_keep, clock };
+    let run: Run =
+        replay_history(capture, input, journal, opts).map_err(|e| format!("{}: {e}", file.display()))?;
+    capture.history = input_back(journal, &run, &digest).map_err(|e| format!("{}: {e}", file.display()))?;
     let max = salvage_types::Config::from_env(&capture.settings).max_recovery_attempts;
     let checks = run_checks(&run, capture, journal, max, clock);
     let (met, diffs) = match &capture.expect {
@@ -152,6 +159,25 @@ pub fn run_one(
     })
 }
 
+/// The input history of a run, restored from its session's first event and checked against the
+/// digest of the history the engine was given.
+fn input_back(
+    journal: &Journal,
+    run: &Run,
+    digest: &[u8; 32],
+) -> Result<Vec<salvage_types::Message>, String> {
+    let v = journal
+        .view_at(&run.session, run.started)
+        .map_err(|e| format!("the input history from the journal's first event: {e}"))?;
+    if &history_digest(&v.history) != digest {
+        return Err(format!(
+            "the journal's first event (seq {}) does not restore the capture's history",
+            run.started
+        ));
+    }
+    Ok(v.history)
+}
+
 /// Builds one summarizer per capture (recorded summaries are per capture).
 pub type MakeSummarizer<'a> = dyn Fn(&Capture) -> Result<Box<dyn Summarizer>, String> + Sync + 'a;
 
@@ -166,9 +192,10 @@ pub enum Target {
 
 /// Runs captures on `jobs` threads; reports come back in input order. `make_summarizer` builds
 /// one summarizer per capture (recorded summaries are per capture). `clock` dates the run (the
-/// sessions' start) and the archive.
+/// sessions' start) and the archive. Each capture lends its history to its run (see
+/// [`run_one`]): it holds it again once its report is in.
 pub fn run_all(
-    captures: &[(PathBuf, Capture)],
+    captures: &mut [(PathBuf, Capture)],
     target: &Target,
     jobs: usize,
     make_summarizer: &MakeSummarizer<'_>,
@@ -176,21 +203,24 @@ pub fn run_all(
     rung3_keep: usize,
     clock: &dyn Clock,
 ) -> Result<Vec<CaptureReport>, String> {
+    let order = largest_first(captures);
+    let total = captures.len();
+    let slots: Vec<Mutex<&mut (PathBuf, Capture)>> = captures.iter_mut().map(Mutex::new).collect();
     let pool = Pool {
-        captures,
+        captures: &slots,
         target,
         make_summarizer,
         progress,
         rung3_keep,
         clock,
         started: chrono::DateTime::<chrono::Utc>::from(clock.now()),
-        order: largest_first(captures),
+        order,
         next: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
-        results: Mutex::new((0..captures.len()).map(|_| None).collect()),
+        results: Mutex::new((0..total).map(|_| None).collect()),
     };
     std::thread::scope(|s| {
-        for _ in 0..jobs.max(1).min(captures.len().max(1)) {
+        for _ in 0..jobs.max(1).min(total.max(1)) {
             s.spawn(|| pool.work());
         }
     });
@@ -212,9 +242,10 @@ fn largest_first(captures: &[(PathBuf, Capture)]) -> Vec<usize> {
     order
 }
 
-/// What the replay threads share: the work, the next capture to take, and the result slots.
-struct Pool<'a> {
-    captures: &'a [(PathBuf, Capture)],
+/// What the replay threads share: the work (each capture behind its own lock, taken by one
+/// thread), the next capture to take, and the result slots.
+struct Pool<'a, 'c> {
+    captures: &'a [Mutex<&'c mut (PathBuf, Capture)>],
     target: &'a Target,
     make_summarizer: &'a MakeSummarizer<'a>,
     progress: &'a (dyn Fn(usize, usize, &str) + Sync),
@@ -227,7 +258,7 @@ struct Pool<'a> {
     results: Mutex<Vec<Option<Result<CaptureReport, String>>>>,
 }
 
-impl Pool<'_> {
+impl Pool<'_, '_> {
     /// One thread: opens its journal, then replays captures until none is left. A journal that
     /// does not open is the result of the capture the thread would have taken.
     fn work(&self) {
@@ -245,7 +276,12 @@ impl Pool<'_> {
         loop {
             let k = self.next.fetch_add(1, Ordering::SeqCst);
             let Some(&i) = self.order.get(k) else { break };
-            let Some((file, capture)) = self.captures.get(i) else { continue };
+            let Some(slot) = self.captures.get(i) else { continue };
+            let Ok(mut held) = slot.lock() else {
+                self.store(i, Err(format!("capture {i}: a replay thread panicked")));
+                continue;
+            };
+            let (file, capture) = &mut **held;
             let r = self.replay_one(i, file, capture, &mut journal);
             self.store(i, r);
             let n = self.done.fetch_add(1, Ordering::SeqCst).saturating_add(1);
@@ -267,7 +303,7 @@ impl Pool<'_> {
         &self,
         i: usize,
         file: &Path,
-        capture: &Capture,
+        capture: &mut Capture,
         journal: &mut Journal,
     ) -> Result<CaptureReport, String> {
         // Unique per run: two replays in the same millisecond, or two captures sharing an id,
@@ -293,5 +329,40 @@ impl Pool<'_> {
         if let Some(slot) = self.results.lock().as_mut().ok().and_then(|res| res.get_mut(i)) {
             *slot = Some(r);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+    use super::*;
+    use salvage_recovery::summarizer::Builtin;
+
+    /// The history read back must be the one that went in: a state of the session that is not
+    /// (the final one, after rung 3) or a digest of another history is refused.
+    #[test]
+    fn the_input_comes_back_only_when_it_is_the_input() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus/rung3-keep-four.json");
+        let c = salvage_types::capture::read_capture(&file).unwrap();
+        let clock = salvage_types::FixedClock::at_ms(1_700_000_000_000);
+        let mut j = Journal::in_memory().unwrap();
+        let (mut s, mut h) = (Builtin, NoHooks);
+        let opts = Options {
+            summarizer: &mut s,
+            hooks: &mut h,
+            start: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+            session: "lent".into(),
+            rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
+            clock: &clock,
+        };
+        let digest = history_digest(&c.history);
+        let mut run = replay_history(&c, c.history.clone(), &mut j, opts).unwrap();
+        assert_eq!(input_back(&j, &run, &digest).unwrap(), c.history);
+        assert!(input_back(&j, &run, &[0; 32]).is_err(), "another history's digest");
+        run.started = j.head(&run.session).unwrap().seq;
+        assert_ne!(j.head(&run.session).unwrap().history, c.history, "rung 3 rewrote the history");
+        let e = input_back(&j, &run, &digest).unwrap_err();
+        assert!(e.contains("does not restore the capture's history"), "{e}");
     }
 }

@@ -65,6 +65,8 @@ pub struct Sent {
 pub struct Run {
     /// The journal session.
     pub session: String,
+    /// The seq of the session's first event, whose history is the input history.
+    pub started: u64,
     /// How it ended.
     pub outcome: Outcome,
     /// Recovery attempts after the first rejection.
@@ -247,6 +249,7 @@ impl Driver<'_> {
         let e = NewEvent::new(id, ts, r.event).with_history(change).with_blobs(blobs).with_archive(archive);
         if matches!(e.body, EventBody::SessionStarted { .. }) {
             self.version = self.journal.start_session_from(&self.session, title, Some(capture_id), e)?.seq;
+            self.run.started = self.version;
         } else {
             let a = self.journal.append(&self.session, Some(self.version), vec![e])?;
             self.version = a.first().map_or(self.version, |a| a.seq);
@@ -350,8 +353,8 @@ fn failure_is_empty(c: &Capture) -> bool {
     c.failure.status.is_none() && c.failure.message.trim().is_empty() && c.failure.transport.is_none()
 }
 
-/// The engine's input for a capture's failing turn.
-fn turn_input(capture: &Capture, rung3_keep: usize) -> TurnInput {
+/// The engine's input for a capture's failing turn, `history` being its history.
+fn turn_input(capture: &Capture, history: Vec<Message>, rung3_keep: usize) -> TurnInput {
     let config = Config::from_env(&capture.settings);
     let model = model_info(capture.model.as_deref(), config.context_window);
     let sim = Simulated::new(&capture.upstream);
@@ -364,7 +367,7 @@ fn turn_input(capture: &Capture, rung3_keep: usize) -> TurnInput {
     // Section 9: only with the provider engine, and only for the Anthropic family.
     let provider_edits = config.context_engine == ContextEngine::Provider && is_anthropic(capture);
     TurnInput {
-        history: capture.history.clone(),
+        history,
         session: SessionState::with_cap(config.max_payload),
         compaction: CompactionState::default(),
         model,
@@ -383,12 +386,23 @@ fn turn_input(capture: &Capture, rung3_keep: usize) -> TurnInput {
 /// Replays one capture, journaling every step under `opts.session`: a loop that executes the
 /// turn engine's actions against the simulated upstream and the journal.
 pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Result<Run, ReplayError> {
-    let input = turn_input(capture, opts.rung3_keep);
-    let task =
-        salvage_recovery::task::task_index(&capture.history).and_then(|i| capture.history.get(i)).cloned();
-    let captured_class = (!failure_is_empty(capture)).then(|| {
-        classify(&FailureInput::new(capture.failure.clone(), history_weight(&capture.history))).class
-    });
+    replay_history(capture, capture.history.clone(), journal, opts)
+}
+
+/// [`replay`] with the capture's history handed over by value (`capture.history` itself is not
+/// read; the caller may have taken it out), so that the engine's copy is the only one in memory
+/// during the run instead of a second one beside the capture's. The journal's first event
+/// (`Run::started`) holds it again afterwards.
+pub fn replay_history(
+    capture: &Capture,
+    history: Vec<Message>,
+    journal: &mut Journal,
+    opts: Options<'_>,
+) -> Result<Run, ReplayError> {
+    let task = salvage_recovery::task::task_index(&history).and_then(|i| history.get(i)).cloned();
+    let captured_class = (!failure_is_empty(capture))
+        .then(|| classify(&FailureInput::new(capture.failure.clone(), history_weight(&history))).class);
+    let input = turn_input(capture, history, opts.rung3_keep);
     let mut d = Driver {
         journal,
         clock: opts.clock,
@@ -402,6 +416,7 @@ pub fn replay(capture: &Capture, journal: &mut Journal, opts: Options<'_>) -> Re
         digest: RunningDigest::of(&[]),
         run: Run {
             session: opts.session.clone(),
+            started: 0,
             outcome: Outcome::Exhausted,
             attempts: 0,
             rung: None,

@@ -238,7 +238,7 @@ fn target(args: &Args) -> Result<Target, Failure> {
 fn replay_all(
     args: &Args,
     env: &std::collections::BTreeMap<String, String>,
-    captures: &[(PathBuf, salvage_types::Capture)],
+    captures: &mut [(PathBuf, salvage_types::Capture)],
     target: &Target,
     clock: &dyn salvage_types::Clock,
 ) -> Result<Vec<CaptureReport>, Failure> {
@@ -393,7 +393,7 @@ pub fn run(
         loaded.keep_shard(s);
     }
     let target = target(&args)?;
-    let reports = replay_all(&args, env, &loaded.captures, &target, clock)?;
+    let reports = replay_all(&args, env, &mut loaded.captures, &target, clock)?;
     if args.bless {
         bless(&loaded.captures, &reports)?;
     }
