@@ -17,8 +17,8 @@
 //! extension of the latest snapshot's (a rewrite, a rewind) is one frame. A writer keeps its
 //! latest snapshot ([`Last`]) beside its head state, so its next snapshot reads no earlier row
 //! (except, once per chain, the rows it copies); a cold writer reads the latest row back. The
-//! messages a transaction stored itself enter its snapshots from the bytes it hashed, not read
-//! back; a message that was already stored is read back (it may have been redacted since).
+//! messages a transaction appends enter its snapshots from the bytes it hashed, not read back (a
+//! message stored before is read back only when the file records redactions: it may be redacted).
 //!
 //! Design decision (integrity): the event a snapshot is taken at records the snapshot's BLAKE3
 //! ([`digest`], over the state and the stored history bytes) in its `snapshot_hash` column, which
@@ -88,8 +88,9 @@ pub(crate) fn digest(state: &[u8], history: &[u8]) -> [u8; 32] {
 /// The stored JSON of the messages `hashes`, joined by commas (the inside of a JSON array). Each
 /// read back is checked against its hash here, once, as it enters a snapshot (a body that differs
 /// is accepted only for a redacted message): restores through the snapshot then rely on the
-/// snapshot's own hash, which the chain covers. The messages the writer stored in this
-/// transaction (`fresh`, hashed from these very bytes) are not read back.
+/// snapshot's own hash, which the chain covers. The messages the writer appended in this
+/// transaction (`fresh`, hashed from these very bytes, which the stored rows hold) are not read
+/// back.
 fn joined(
     conn: &Connection,
     session: &str,
