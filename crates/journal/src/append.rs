@@ -4,7 +4,7 @@
 use crate::error::{i, sql, stored_hash, stored_u64, JournalError};
 use crate::event::{rfc3339, Appended, HistoryChange, NewEvent, Parent};
 use crate::hash_chain;
-use crate::messages::{store_message, CCR_OWNER};
+use crate::messages::{any_redacted, is_redacted, store_message, CCR_OWNER};
 use crate::open::Journal;
 use crate::restore::{event_depth, fold, snapshot_interval};
 use crate::snapshot;
@@ -114,18 +114,25 @@ fn parent_state(
     }
 }
 
+/// An event's history splice: the delta as stored, and the hashes it inserts.
+type Splice = Option<(Delta, Vec<MsgHash>)>;
+
 /// Stores an event's new messages and returns its history splice against `state`. The JSON of
-/// each message this call stored goes into `fresh`, for the next snapshot.
+/// each message goes into `fresh`, for the next snapshot: a message this call stored, and one
+/// stored before unless a redaction may have replaced its row (`redactions`: the file records
+/// any; the transaction holds the write lock, so none happens meanwhile). Otherwise the stored
+/// row holds exactly these bytes (they hash to its key), and reading them back would only cost.
 fn store_history(
     tx: &Connection,
     clock: &dyn Clock,
     state: &State,
     h: &HistoryChange,
     fresh: &mut Fresh,
-) -> Result<Option<Delta>, JournalError> {
+    redactions: bool,
+) -> Result<Splice, JournalError> {
     let mut store = |m: &Message| -> Result<MsgHash, JournalError> {
-        let (hash, json) = store_message(tx, clock, m)?;
-        if let Some(json) = json {
+        let (hash, json, stored) = store_message(tx, clock, m)?;
+        if stored || !redactions || !is_redacted(tx, &hash)? {
             fresh.insert(hash, json);
         }
         Ok(hash)
@@ -134,12 +141,19 @@ fn store_history(
         HistoryChange::None => Ok(None),
         HistoryChange::Append(msgs) if msgs.is_empty() => Ok(None),
         HistoryChange::Append(msgs) => {
-            let insert = msgs.iter().map(|m| store(m).map(|h| hex(&h))).collect::<Result<_, _>>()?;
-            Ok(Some(Delta { at: state.history.len(), remove: 0, insert }))
+            let hashes: Vec<MsgHash> = msgs.iter().map(&mut store).collect::<Result<_, _>>()?;
+            let delta =
+                Delta { at: state.history.len(), remove: 0, insert: hashes.iter().map(hex).collect() };
+            Ok(Some((delta, hashes)))
         }
         HistoryChange::Set(msgs) => {
             let hashes: Vec<MsgHash> = msgs.iter().map(&mut store).collect::<Result<_, _>>()?;
-            Ok(diff(&state.history, &hashes))
+            Ok(diff(&state.history, &hashes).map(|d| {
+                // diff inserts new[at..at + insert.len()].
+                let inserted =
+                    hashes.get(d.at..d.at.saturating_add(d.insert.len())).unwrap_or_default().to_vec();
+                (d, inserted)
+            }))
         }
     }
 }
@@ -242,11 +256,14 @@ struct Cursor {
     state: (u64, State, Option<u64>),
     /// The latest snapshot of the session, when known.
     last: Option<snapshot::Last>,
-    /// The JSON of the messages this transaction stored since its latest snapshot.
+    /// The JSON of the messages this transaction appended since its latest snapshot, when the
+    /// stored rows hold exactly these bytes (see [`store_history`]).
     fresh: Fresh,
+    /// The file records redactions: a message stored before may hold other bytes than its key's.
+    redactions: bool,
 }
 
-/// Messages stored by this transaction, by hash: their JSON as stored.
+/// Messages appended by this transaction, by hash: their JSON as stored.
 type Fresh = std::collections::HashMap<MsgHash, Vec<u8>>;
 
 /// Appends one event at `cursor.seq + 1`.
@@ -259,7 +276,8 @@ fn append_one(
 ) -> Result<Appended, JournalError> {
     let seq = next(session, cursor.seq)?;
     let (parent, mut state, depth) = parent_state(tx, session, seq, e.parent, &mut cursor.state)?;
-    let delta = store_history(tx, clock, &state, &e.history, &mut cursor.fresh)?;
+    let (delta, inserted) =
+        store_history(tx, clock, &state, &e.history, &mut cursor.fresh, cursor.redactions)?.unzip();
     let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
     let delta_bytes = delta
         .as_ref()
@@ -267,7 +285,7 @@ fn append_one(
         .transpose()
         .map_err(|x| JournalError::Invalid(x.to_string()))?;
     let ts = rfc3339(&e.ts);
-    state.apply(session, seq, parent, &e.body, delta.as_ref())?;
+    state.apply_inserted(session, seq, parent, &e.body, delta.as_ref().zip(inserted))?;
     let snap = maybe_snapshot(tx, session, seq, depth, &state, &mut cursor.last, &mut cursor.fresh)?;
     let row = hash_chain::Row {
         session,
@@ -444,6 +462,7 @@ impl Journal {
             state: (head_seq, state, None),
             last,
             fresh: Fresh::new(),
+            redactions: any_redacted(&tx)?,
         };
         let mut appended = Vec::with_capacity(events.len());
         for e in &events {

@@ -29,14 +29,14 @@ pub(crate) fn message_json(m: &Message) -> Result<Vec<u8>, JournalError> {
     serde_json::to_vec(m).map_err(|e| JournalError::Invalid(e.to_string()))
 }
 
-/// Stores a message (once per distinct content): its hash, and its JSON when this call stored it
-/// (`None` when the content was stored before: it may have been redacted since, so the stored row
-/// is what a restore returns, not these bytes).
+/// Stores a message (once per distinct content): its hash, its JSON, and whether this call stored
+/// it (`false` when the content was stored before: it may have been redacted since, so unless
+/// [`is_redacted`] says otherwise the stored row holds these very bytes, which hash to its key).
 pub(crate) fn store_message(
     conn: &Connection,
     clock: &dyn Clock,
     m: &Message,
-) -> Result<(MsgHash, Option<Vec<u8>>), JournalError> {
+) -> Result<(MsgHash, Vec<u8>, bool), JournalError> {
     let json = message_json(m)?;
     let hash = message_hash(&json);
     if json.len() <= LARGE_MESSAGE {
@@ -44,14 +44,14 @@ pub(crate) fn store_message(
             .prepare_cached("INSERT OR IGNORE INTO messages (hash, body, ccr_key) VALUES (?1, ?2, NULL)")
             .and_then(|mut st| st.execute(params![&hash[..], json]))
             .map_err(sql("store message"))?;
-        return Ok((hash, (stored == 1).then_some(json)));
+        return Ok((hash, json, stored == 1));
     }
     let exists = conn
         .prepare_cached("SELECT 1 FROM messages WHERE hash = ?1")
         .and_then(|mut st| st.exists([&hash[..]]))
         .map_err(sql("store message"))?;
     if exists {
-        return Ok((hash, None));
+        return Ok((hash, json, false));
     }
     let ccr = Ccr::new(conn, clock);
     let key = ccr.put(&json).map_err(|e| JournalError::Invalid(e.to_string()))?.key;
@@ -59,7 +59,14 @@ pub(crate) fn store_message(
     conn.prepare_cached("INSERT INTO messages (hash, body, ccr_key) VALUES (?1, NULL, ?2)")
         .and_then(|mut st| st.execute(params![&hash[..], &key.0[..]]))
         .map_err(sql("store message"))?;
-    Ok((hash, Some(json)))
+    Ok((hash, json, true))
+}
+
+/// True when `salvage journal redact` replaced the content of any message of the file.
+pub(crate) fn any_redacted(conn: &Connection) -> Result<bool, JournalError> {
+    conn.prepare_cached("SELECT 1 FROM message_redactions LIMIT 1")
+        .and_then(|mut st| st.exists([]))
+        .map_err(sql("redaction lookup"))
 }
 
 /// True when `salvage journal redact` replaced this message's content.

@@ -19,8 +19,8 @@
 //! latest snapshot's (a rewrite, a rewind) is written whole. A writer keeps its latest snapshot
 //! ([`Last`]) beside its head state, so its next snapshot reads no earlier row (except, once per
 //! chain, the rows it copies); a cold writer reads the latest row back. The messages a
-//! transaction stored itself enter its snapshots from the bytes it hashed, not read back; a
-//! message that was already stored is read back (it may have been redacted since).
+//! transaction appends enter its snapshots from the bytes it hashed, not read back (a message
+//! stored before is read back only when the file records redactions: it may be redacted).
 //!
 //! Design decision (integrity): the event a snapshot is taken at records the snapshot's BLAKE3
 //! ([`digest`], over the state and the stored history bytes) in its `snapshot_hash` column, which
@@ -89,8 +89,9 @@ pub(crate) fn digest(state: &[u8], history: &[u8]) -> [u8; 32] {
 /// The messages `hashes` in snapshot format 2 (each one's stored JSON transcoded to MessagePack,
 /// [`packed`]). Each read back is checked against its hash here, once, as it enters a snapshot (a
 /// body that differs is accepted only for a redacted message): restores through the snapshot then
-/// rely on the snapshot's own hash, which the chain covers. The messages the writer stored in this
-/// transaction (`fresh`, hashed from these very bytes) are not read back.
+/// rely on the snapshot's own hash, which the chain covers. The messages the writer appended in
+/// this transaction (`fresh`, hashed from these very bytes, which the stored rows hold) are not
+/// read back.
 fn packed_messages(
     conn: &Connection,
     session: &str,

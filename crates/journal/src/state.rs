@@ -130,26 +130,66 @@ impl State {
         delta: Option<&Delta>,
     ) -> Result<(), JournalError> {
         if let Some(d) = delta {
-            let len = self.history.len();
-            let range = d.at..d.at.saturating_add(d.remove);
-            if range.end > len || d.remove > len.saturating_sub(d.at) {
-                return Err(JournalError::corrupt(
-                    session,
-                    seq,
-                    format!(
-                        "history delta at {} removing {} is outside a {len}-message history",
-                        d.at, d.remove
-                    ),
-                ));
+            self.splice(session, seq, parent, d, || d.hashes(session, seq))?;
+        }
+        self.apply_body(seq, body);
+        Ok(())
+    }
+
+    /// [`State::apply`] for an event whose writer holds the hashes its delta inserts (`inserted`,
+    /// the delta's `insert` decoded), so they are not parsed back from hex.
+    pub(crate) fn apply_inserted(
+        &mut self,
+        session: &str,
+        seq: u64,
+        parent: Option<u64>,
+        body: &EventBody,
+        delta: Option<(&Delta, Vec<MsgHash>)>,
+    ) -> Result<(), JournalError> {
+        if let Some((d, inserted)) = delta {
+            if inserted.len() != d.insert.len() {
+                return Err(JournalError::Invalid(format!(
+                    "session {session}, event {seq}: a delta inserting {} hashes given {}",
+                    d.insert.len(),
+                    inserted.len()
+                )));
             }
-            let insert = d.hashes(session, seq)?;
-            self.history.splice(range, insert);
-            if d.remove > 0 {
-                if let Some(p) = parent {
-                    self.undo.push(p);
-                }
+            self.splice(session, seq, parent, d, || Ok(inserted))?;
+        }
+        self.apply_body(seq, body);
+        Ok(())
+    }
+
+    /// Applies a history delta whose inserted hashes `insert` gives, once the delta is known to
+    /// fit the history.
+    fn splice(
+        &mut self,
+        session: &str,
+        seq: u64,
+        parent: Option<u64>,
+        d: &Delta,
+        insert: impl FnOnce() -> Result<Vec<MsgHash>, JournalError>,
+    ) -> Result<(), JournalError> {
+        let len = self.history.len();
+        let range = d.at..d.at.saturating_add(d.remove);
+        if range.end > len || d.remove > len.saturating_sub(d.at) {
+            return Err(JournalError::corrupt(
+                session,
+                seq,
+                format!("history delta at {} removing {} is outside a {len}-message history", d.at, d.remove),
+            ));
+        }
+        self.history.splice(range, insert()?);
+        if d.remove > 0 {
+            if let Some(p) = parent {
+                self.undo.push(p);
             }
         }
+        Ok(())
+    }
+
+    /// Applies what an event's body changes.
+    fn apply_body(&mut self, seq: u64, body: &EventBody) {
         match body {
             EventBody::SessionStarted { cap, .. } => self.cap = *cap,
             EventBody::CapLearned { cap, .. } => self.cap = Some(*cap),
@@ -184,7 +224,6 @@ impl State {
             | EventBody::Redaction { .. }
             | EventBody::ResponseReceived { .. } => {}
         }
-        Ok(())
     }
 }
 

@@ -276,3 +276,36 @@ fn an_older_files_format1_snapshots_restore_exactly_and_are_never_extended() {
     assert_eq!(j.view_at("s", 1299).unwrap(), want[1]);
     assert!(j.verify(None).unwrap().bad.is_empty());
 }
+
+#[test]
+fn messages_stored_before_enter_snapshots_exactly_from_the_writers_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("repeat.db");
+    build(&p, 10);
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    let earlier = j.view_at("s", 10).unwrap().history;
+    // Earlier messages again (stored before, never redacted), then new ones, then earlier ones
+    // in a later transaction: the snapshots at 65, 129 and 193 hold messages of every kind.
+    let event = |n: u64, m: &Message| {
+        NewEvent::new(format!("r{n}"), ts(1000 + n), EventBody::MessageAppended { count: 1 })
+            .with_history(HistoryChange::Append(vec![m.clone()]))
+    };
+    let batch: Vec<NewEvent> = (11..150)
+        .map(|n| match n % 3 {
+            0 => event(n, &Message::user(format!("new {n}"))),
+            _ => event(n, &earlier[(n as usize) % earlier.len()]),
+        })
+        .collect();
+    j.append("s", None, batch).unwrap();
+    j.append("s", None, (150..200).map(|n| event(n, &earlier[(n as usize) % earlier.len()])).collect())
+        .unwrap();
+    let seqs: Vec<u64> = rows(&j).into_iter().map(|(s, _)| s).chain([199]).collect();
+    assert_eq!(&seqs[..3], &[65, 129, 193], "{seqs:?}");
+    drop(j);
+    let want = without_snapshots(&p, &seqs);
+    let j = Journal::open(&p, &Options::read_only()).unwrap();
+    for (s, w) in seqs.iter().zip(&want) {
+        assert_eq!(&j.view_at("s", *s).unwrap(), w, "event {s}");
+    }
+    assert!(j.verify(None).unwrap().bad.is_empty());
+}
