@@ -198,9 +198,8 @@ fn aggressive(history: &[Message], ctx: &mut RungContext<'_>) -> Result<Shaped, 
         history.iter().cloned().enumerate().map(|(i, msg)| Tracked { origin: Some(i), msg }).collect();
     let (items, pairing) = repair_tracked(items);
     // Orphans the repair removes are archived too: nothing is lost.
-    let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
-    let orphans: Vec<&Message> =
-        history.iter().enumerate().filter(|(i, _)| !kept.contains(i)).map(|(_, m)| m).collect();
+    let kept = origins(&items, history.len());
+    let orphans: Vec<&Message> = history.iter().zip(&kept).filter(|(_, k)| !**k).map(|(m, _)| m).collect();
     let mut dropped_marker = None;
     let mut repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
     if !orphans.is_empty() {
@@ -286,8 +285,15 @@ pub(crate) fn keep_last(
     keep_verbatim: bool,
     archiver: &mut Archiver<'_>,
 ) -> Result<(Vec<Message>, usize, Option<String>, PairingReport), ArchiveError> {
-    let (system, rest): (Vec<usize>, Vec<usize>) =
-        (0..history.len()).partition(|&i| history.get(i).is_some_and(|m| m.role == Role::System));
+    let mut system = Vec::new();
+    let mut rest = Vec::with_capacity(history.len());
+    for (i, m) in history.iter().enumerate() {
+        if m.role == Role::System {
+            system.push(i)
+        } else {
+            rest.push(i)
+        }
+    }
     let mut window = kept_window(history, &rest, keep);
     if keep_verbatim {
         // Verbatim messages (recall results asked for in full) are kept at level 3, in order.
@@ -309,9 +315,11 @@ pub(crate) fn keep_last(
         .collect();
     let items = if keep_verbatim { downgrade_orphan_verbatim(items) } else { items };
     let (items, pairing) = repair_tracked(items);
-    let kept: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
-    let dropped_msgs: Vec<&Message> =
-        rest.iter().filter(|i| !kept.contains(i)).filter_map(|&i| history.get(i)).collect();
+    let kept = origins(&items, history.len());
+    let mut dropped_msgs: Vec<&Message> = Vec::with_capacity(rest.len());
+    dropped_msgs.extend(
+        rest.iter().filter(|&&i| !kept.get(i).copied().unwrap_or(false)).filter_map(|&i| history.get(i)),
+    );
     let dropped = dropped_msgs.len();
     let n_system = items.iter().take_while(|t| t.msg.role == Role::System).count();
     let mut out: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
@@ -322,6 +330,18 @@ pub(crate) fn keep_last(
         out.insert(n_system, notice);
     }
     Ok((out, dropped, marker, pairing))
+}
+
+/// Which of a history's `len` messages the tracked items came from, by index (a flag per message:
+/// truncation runs on every recovery attempt, and hashing each index cost a third of rung 2).
+fn origins(items: &[Tracked], len: usize) -> Vec<bool> {
+    let mut kept = vec![false; len];
+    for o in items.iter().filter_map(|t| t.origin) {
+        if let Some(k) = kept.get_mut(o) {
+            *k = true;
+        }
+    }
+    kept
 }
 
 /// The indices of the last `keep` non-system messages (`rest`), adjusted so the kept part starts
