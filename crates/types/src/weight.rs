@@ -78,7 +78,7 @@ fn decoded_len(b64: &str) -> u64 {
 /// without allocating it.
 ///
 /// Walked by hand rather than serialized into a counting writer: a string's length is its bytes
-/// plus what their escapes add, counted in one pass over the bytes ([`escaped_len`]; serde_json
+/// plus what their escapes add, counted in one pass over the bytes (`escaped_len`; serde_json
 /// writes a string piece by piece between escapes, which made this a tenth of a 50 MB body's
 /// import).
 pub fn compact_json_len(value: &serde_json::Value) -> u64 {
