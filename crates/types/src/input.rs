@@ -160,8 +160,8 @@ fn quote_or_backslash(s: &[u8]) -> Option<usize> {
 }
 
 /// Refuses a JSON text holding more values than [`max_values`] allows for its size, naming the
-/// file.
-pub fn check_json_shape(bytes: &[u8], file: &str) -> Result<(), CaptureError> {
+/// file; else returns how many values it holds.
+pub fn check_json_shape(bytes: &[u8], file: &str) -> Result<usize, CaptureError> {
     let limit = max_values(bytes.len());
     // Deeper nesting than MAX_DEPTH is left to the parser, whose recursion limit refuses it
     // before it has built much (with the position, which the bad-input corpus pins).
@@ -169,7 +169,8 @@ pub fn check_json_shape(bytes: &[u8], file: &str) -> Result<(), CaptureError> {
     if values > limit {
         return Err(CaptureError::TooManyValues { file: file.to_string(), limit });
     }
-    Ok(())
+    // Within the limit the scan ran to the end: `values` is every value of the bytes.
+    Ok(values)
 }
 
 #[cfg(test)]

@@ -74,24 +74,59 @@ fn decoded_len(b64: &str) -> u64 {
     (trimmed.len() as u64).saturating_mul(3) / 4
 }
 
-/// Length of the compact JSON serialization of a value, without allocating it.
+/// Length of the compact JSON serialization of a value (as `serde_json::to_vec` writes it),
+/// without allocating it.
+///
+/// Walked by hand rather than serialized into a counting writer: a string's length is its bytes
+/// plus what their escapes add, counted in one pass over the bytes (`escaped_len`; serde_json
+/// writes a string piece by piece between escapes, which made this a tenth of a 50 MB body's
+/// import).
 pub fn compact_json_len(value: &serde_json::Value) -> u64 {
-    struct Counter(u64);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 = self.0.saturating_add(buf.len() as u64);
-            Ok(buf.len())
+    use serde_json::Value;
+    match value {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => n.to_string().len() as u64,
+        Value::String(s) => escaped_len(s),
+        Value::Array(a) => {
+            // `[`, `]` and a comma between items.
+            let marks = (a.len() as u64).saturating_add(1).max(2);
+            a.iter().fold(marks, |n, v| n.saturating_add(compact_json_len(v)))
         }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
+        Value::Object(o) => {
+            // `{`, `}`, a colon per entry and a comma between entries.
+            let marks = (o.len() as u64).saturating_mul(2).saturating_add(1).max(2);
+            o.iter()
+                .fold(marks, |n, (k, v)| n.saturating_add(escaped_len(k)).saturating_add(compact_json_len(v)))
         }
     }
-    let mut c = Counter(0);
-    // Serializing a Value into a writer that never fails cannot fail.
-    if serde_json::to_writer(&mut c, value).is_err() {
-        return 0;
+}
+
+/// Length of a string written as JSON: its quotes, its bytes and its escapes. A byte adds: `"`,
+/// `\\` and the controls with a short escape (`\b \t \n \f \r`) one, the other controls five
+/// (`\u00XX`). Counted without branches, 32 bytes at a time in a byte-wide sum (at most 32 × 5),
+/// so that the compiler does it in vector registers: a byte-by-byte `match` ran ten times slower.
+fn escaped_len(s: &str) -> u64 {
+    let mut extra = 0u64;
+    for chunk in s.as_bytes().chunks(32) {
+        let mut n = 0u8;
+        for &c in chunk {
+            let control = u8::from(c < 0x20);
+            let short = u8::from(c == 0x08)
+                | u8::from(c == b'\t')
+                | u8::from(c == b'\n')
+                | u8::from(c == 0x0C)
+                | u8::from(c == b'\r');
+            let quote = u8::from(c == b'"') | u8::from(c == b'\\');
+            // 5 for a control, 1 for a short one (a control too), 1 for a quote or backslash.
+            n = n
+                .wrapping_add(control.wrapping_mul(5).wrapping_sub(short.wrapping_mul(4)))
+                .wrapping_add(quote);
+        }
+        extra = extra.saturating_add(u64::from(n));
     }
-    c.0
+    (s.len() as u64).saturating_add(2).saturating_add(extra)
 }
 
 /// The weight of one message: content, tool calls, images (tokens × 4), the system-parts excess
@@ -122,6 +157,36 @@ pub fn history_weight(history: &[Message]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compact_json_len_is_the_length_serde_json_writes() {
+        let every_byte: String = (0u8..=0x7F).map(char::from).collect();
+        let values = [
+            serde_json::json!(null),
+            serde_json::json!(true),
+            serde_json::json!(false),
+            serde_json::json!(0),
+            serde_json::json!(-17),
+            serde_json::json!(u64::MAX),
+            serde_json::json!(i64::MIN),
+            serde_json::json!(1.5e300),
+            serde_json::json!(-0.000123),
+            serde_json::json!(""),
+            serde_json::json!([]),
+            serde_json::json!({}),
+            serde_json::json!([[]]),
+            serde_json::json!({"": {}}),
+            serde_json::json!(every_byte.clone()),
+            // Chunks of the worst case (a five-byte escape each) and a chunk's edge inside one.
+            serde_json::json!("\u{1}".repeat(100)),
+            serde_json::json!(format!("{}\"\u{1f}\n", "a".repeat(30))),
+            serde_json::json!({ every_byte.clone(): [every_byte, "é ✓ 𝄞 \u{2028}", 1, null, {"a": [true, false]}] }),
+            serde_json::json!({"a": 1, "b\"c": "line\nnext\ttab\\", "d": [1, 2, 3]}),
+        ];
+        for v in values {
+            assert_eq!(compact_json_len(&v), serde_json::to_vec(&v).unwrap().len() as u64, "{v}");
+        }
+    }
 
     fn png(w: u32, h: u32) -> String {
         // A minimal PNG header with an IHDR chunk: enough for the dimension reader.

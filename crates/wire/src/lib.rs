@@ -131,8 +131,8 @@ pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, Capt
     if source.is_session() {
         return read_session(source, bytes, file).map(|s| s.imported());
     }
-    let value = parse_json(bytes, file)?;
-    set_value_budget(bytes);
+    let (value, used) = salvage_types::capture::from_json_bytes_counted(bytes, file)?;
+    set_value_budget(bytes.len(), used);
     import_value(source, &value, file)
 }
 
@@ -143,25 +143,25 @@ pub fn import_owned(source: Source, bytes: Vec<u8>, file: &str) -> Result<Import
     if source.is_session() {
         return read_session(source, &bytes, file).map(|s| s.imported());
     }
-    let value = parse_json(&bytes, file)?;
-    set_value_budget(&bytes);
+    let (value, used) = salvage_types::capture::from_json_bytes_counted(&bytes, file)?;
+    set_value_budget(bytes.len(), used);
     drop(bytes);
     import_value(source, &value, file)
 }
 
-/// What the importers may still build from argument strings: the file's value allowance less
-/// the values the file itself holds.
-fn set_value_budget(bytes: &[u8]) {
-    let (_, used) = salvage_types::input::json_shape(bytes, usize::MAX);
-    VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(bytes.len()).saturating_sub(used)));
+/// What the importers may still build from argument strings: the file's value allowance (for
+/// `len` bytes) less the `used` values the file itself holds (counted by the shape check the
+/// read made, so the bytes are scanned once).
+fn set_value_budget(len: usize, used: usize) {
+    VALUE_BUDGET.with(|b| b.set(salvage_types::input::max_values(len).saturating_sub(used)));
 }
 
 /// Reads a client's session file: its steps as they happened, sidechains kept apart, and the
 /// accounting of every record. A request body source is refused (use [`import`]).
 pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session::Session, CaptureError> {
     check_utf8(bytes, file)?;
-    salvage_types::input::check_json_shape(bytes, file)?;
-    set_value_budget(bytes);
+    let used = salvage_types::input::check_json_shape(bytes, file)?;
+    set_value_budget(bytes.len(), used);
     let cx = Cx { file };
     match source {
         Source::ClaudeCode => claude_code::read(&cx, bytes),
@@ -302,7 +302,6 @@ pub fn bare_request(format: RequestFormat, model: Option<&str>) -> Request {
 
 /// Parses JSON bytes, reporting invalid UTF-8 and syntax errors with their position.
 pub fn parse_json(bytes: &[u8], file: &str) -> Result<Value, CaptureError> {
-    check_utf8(bytes, file)?;
     salvage_types::capture::from_json_bytes(bytes, file)
 }
 
