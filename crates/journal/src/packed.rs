@@ -66,7 +66,7 @@ pub(crate) fn decode(body: &[u8], count: usize, out: &mut Vec<Message>) -> Resul
         out.push(m);
     }
     // The body must end here: one more value decoding means the row holds more than it lists.
-    if !body.is_empty() && IgnoredAny::deserialize(&mut de).is_ok() {
+    if IgnoredAny::deserialize(&mut de).is_ok() {
         return Err(format!("the row holds more than its {count} messages"));
     }
     Ok(())

@@ -43,11 +43,7 @@ fn build(path: &Path, events: u64) {
 
 /// The snapshot rows: seq and whether the history is a delta.
 fn rows(j: &Journal) -> Vec<(u64, bool)> {
-    let mut st = j.conn().prepare("SELECT seq, history FROM snapshots ORDER BY seq").unwrap();
-    st.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, is_delta(&r.get::<_, Vec<u8>>(1)?))))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    histories(j).into_iter().map(|(seq, h)| (seq, is_delta(&h))).collect()
 }
 
 /// The views at `seqs` restored without any snapshot (row by row), from a copy of the file.
@@ -57,6 +53,17 @@ fn without_snapshots(path: &Path, seqs: &[u64]) -> Vec<View> {
     let j = Journal::open(&copy, &Options::default()).unwrap();
     j.conn().execute("DELETE FROM snapshots", []).unwrap();
     seqs.iter().map(|s| j.view_at("s", *s).unwrap()).collect()
+}
+
+/// Restores at `seqs` through the snapshots equal restores without them (row by row), and the
+/// file verifies.
+fn assert_restores_exactly(path: &Path, seqs: &[u64]) {
+    let want = without_snapshots(path, seqs);
+    let j = Journal::open(path, &Options::read_only()).unwrap();
+    for (s, w) in seqs.iter().zip(&want) {
+        assert_eq!(&j.view_at("s", *s).unwrap(), w, "restore at {s}");
+    }
+    assert!(j.verify(None).unwrap().bad.is_empty());
 }
 
 #[test]
@@ -73,12 +80,7 @@ fn delta_snapshots_restore_exactly_and_a_chain_is_rewritten_whole_at_its_limit()
     let mut seqs: Vec<u64> = snaps.iter().map(|(s, _)| *s).collect();
     seqs.extend([1, 63, 65, 700, 1299, 1300]);
     drop(j);
-    let want = without_snapshots(&p, &seqs);
-    let j = Journal::open(&p, &Options::read_only()).unwrap();
-    for (s, w) in seqs.iter().zip(&want) {
-        assert_eq!(&j.view_at("s", *s).unwrap(), w, "event {s}");
-    }
-    assert!(j.verify(None).unwrap().bad.is_empty());
+    assert_restores_exactly(&p, &seqs);
 }
 
 #[test]
@@ -244,13 +246,7 @@ fn an_older_files_format1_snapshots_restore_exactly_and_are_never_extended() {
     assert!(old.len() >= 4 && old.iter().all(|(_, h)| is_format1(h)), "{:?}", old.len());
     let seqs: Vec<u64> = old.iter().map(|(s, _)| *s).chain([699, 700, 701, 1299]).collect();
     drop(j);
-    let want = without_snapshots(&p, &seqs);
-    let j = Journal::open(&p, &Options::read_only()).unwrap();
-    for (seq, w) in seqs.iter().zip(&want) {
-        assert_eq!(&j.view_at("s", *seq).unwrap(), w, "restore at {seq} through format 1");
-    }
-    assert!(j.verify(None).unwrap().bad.is_empty());
-    drop(j);
+    assert_restores_exactly(&p, &seqs);
     // The new version appends after it: its first snapshot is format 2 and whole (a format-1 row
     // is never a base), and every restore stays exact.
     let mut j = Journal::open(&p, &Options::default()).unwrap();
@@ -270,11 +266,7 @@ fn an_older_files_format1_snapshots_restore_exactly_and_are_never_extended() {
     assert!(!is_delta(&new[0].1), "the first format-2 row is whole");
     let last = j.version("s").unwrap();
     drop(j);
-    let want = without_snapshots(&p, &[last, 1299]);
-    let j = Journal::open(&p, &Options::read_only()).unwrap();
-    assert_eq!(j.view_at("s", last).unwrap(), want[0]);
-    assert_eq!(j.view_at("s", 1299).unwrap(), want[1]);
-    assert!(j.verify(None).unwrap().bad.is_empty());
+    assert_restores_exactly(&p, &[last, 1299]);
 }
 
 #[test]
@@ -302,10 +294,5 @@ fn messages_stored_before_enter_snapshots_exactly_from_the_writers_bytes() {
     let seqs: Vec<u64> = rows(&j).into_iter().map(|(s, _)| s).chain([199]).collect();
     assert_eq!(&seqs[..3], &[65, 129, 193], "{seqs:?}");
     drop(j);
-    let want = without_snapshots(&p, &seqs);
-    let j = Journal::open(&p, &Options::read_only()).unwrap();
-    for (s, w) in seqs.iter().zip(&want) {
-        assert_eq!(&j.view_at("s", *s).unwrap(), w, "event {s}");
-    }
-    assert!(j.verify(None).unwrap().bad.is_empty());
+    assert_restores_exactly(&p, &seqs);
 }
