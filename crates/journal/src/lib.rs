@@ -43,6 +43,7 @@ pub mod otlp;
 pub(crate) mod packed;
 pub mod restore;
 pub(crate) mod snapshot;
+pub(crate) mod snapshot_audit;
 pub mod state;
 pub mod verify;
 

@@ -74,7 +74,18 @@ pub(crate) fn fold(
     seq: u64,
     cached: Option<&(u64, State)>,
 ) -> Result<State, JournalError> {
-    Ok(fold_from(conn, session, seq, cached)?.0)
+    Ok(fold_from(conn, session, seq, cached, true)?.0)
+}
+
+/// The state after `seq` from the events alone: folded along the parent chain back to the root
+/// or `cached`, reading no snapshot (what `journal verify` checks each snapshot against).
+pub(crate) fn fold_events(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    cached: Option<&(u64, State)>,
+) -> Result<State, JournalError> {
+    Ok(fold_from(conn, session, seq, cached, false)?.0)
 }
 
 /// [`fold`], also handing back the (verified) snapshot it started from, if it did.
@@ -83,6 +94,7 @@ fn fold_from(
     session: &str,
     seq: u64,
     cached: Option<&(u64, State)>,
+    snapshots: bool,
 ) -> Result<(State, Option<snapshot::Read>), JournalError> {
     let mut chain: Vec<Link> = Vec::new();
     let mut cur = Some(seq);
@@ -93,7 +105,7 @@ fn fold_from(
             base = st.clone();
             break;
         }
-        if let Some(snap) = snapshot::read(conn, session, s)? {
+        if let Some(snap) = snapshots.then(|| snapshot::read(conn, session, s)).transpose()?.flatten() {
             base = snap.state.clone();
             from = Some(snap);
             break;
@@ -167,7 +179,7 @@ impl Journal {
 
     /// The exact state, history included, after event `seq`.
     pub fn view_at(&self, session: &str, seq: u64) -> Result<View, JournalError> {
-        let (state, snap) = fold_from(self.conn(), session, seq, None)?;
+        let (state, snap) = fold_from(self.conn(), session, seq, None, true)?;
         let history = history_from(self.conn(), session, seq, &state.history, snap)?;
         Ok(View { seq, history, state })
     }

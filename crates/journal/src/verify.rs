@@ -7,6 +7,7 @@ use crate::error::{i, sql, stored_hash, stored_u32, stored_u64, JournalError};
 use crate::hash_chain::{self, Row};
 use crate::messages::is_redacted;
 use crate::open::Journal;
+use crate::snapshot_audit::{Audit, Row as SnapshotRow};
 use crate::state::{unhex, Delta, MsgHash};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashSet;
@@ -291,16 +292,19 @@ pub fn verify_session(conn: &Connection, session: &str) -> Result<(u64, Option<B
 }
 
 /// Every snapshot row of the session against the hash its event records (which the chain,
-/// checked before, covers). A row at an event that records none is one restores never read.
+/// checked before, covers), then against what the events and message rows say
+/// ([`crate::snapshot_audit`]: a hash proves a row unedited, not written right). A row at an event
+/// that records none is one restores never read.
 fn check_snapshots(conn: &Connection, session: &str) -> Result<Option<Problem>, JournalError> {
     let mut st = conn
         .prepare(
-            "SELECT s.seq, s.state, s.history, e.snapshot_hash FROM snapshots AS s
+            "SELECT s.seq, s.state, s.history, e.snapshot_hash, s.reducer_version FROM snapshots AS s
              LEFT JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.seq
              WHERE s.session_id = ?1 ORDER BY s.seq",
         )
         .map_err(sql("verify"))?;
     let mut rows = st.query([session]).map_err(sql("verify"))?;
+    let mut audit = Audit::default();
     while let Some(r) = rows.next().map_err(sql("verify"))? {
         let g = |e| JournalError::Sql { op: "verify", source: e };
         let seq = stored_u64(session, 0, "snapshots.seq", r.get(0).map_err(g)?)?;
@@ -310,6 +314,11 @@ fn check_snapshots(conn: &Connection, session: &str) -> Result<Option<Problem>, 
         let state: Vec<u8> = r.get(1).map_err(g)?;
         let history: Vec<u8> = r.get(2).map_err(g)?;
         if let Some(problem) = crate::snapshot::check(&state, &history, &recorded) {
+            return Ok(Some((seq, problem)));
+        }
+        let version: i64 = r.get(4).map_err(g)?;
+        let row = SnapshotRow { seq, version, state: &state, history: &history };
+        if let Some(problem) = audit.check(conn, session, &row)? {
             return Ok(Some((seq, problem)));
         }
     }
