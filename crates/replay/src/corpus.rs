@@ -42,15 +42,33 @@ pub struct CaptureReport {
     pub session: Option<String>,
     /// Messages for people.
     pub messages: Vec<String>,
-    /// The outcome to bless into `expect`.
+    /// The outcome to bless into `expect` (the observed outcome fields, the expected events kept).
     #[serde(skip)]
     pub blessed: Option<salvage_types::capture::Expect>,
+    /// What still differs with `blessed` as the expectation: the hand-written expected events
+    /// `--bless` keeps.
+    #[serde(skip)]
+    pub blessed_diffs: Vec<String>,
 }
 
 impl CaptureReport {
     /// True when every check holds and the expectation (if any) is met.
     pub fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.ok) && self.expect_met != Some(false)
+    }
+
+    /// After `--bless` wrote [`CaptureReport::blessed`] into the capture: the run is judged
+    /// against that expectation (the outcome fields now hold; expected events may still not), and
+    /// each way the old one differed is kept as a message, for review.
+    pub fn accept_blessed(&mut self) {
+        if self.blessed.is_none() {
+            return;
+        }
+        for d in std::mem::take(&mut self.expect_diffs) {
+            self.messages.push(format!("blessed (was: {d})"));
+        }
+        self.expect_diffs = std::mem::take(&mut self.blessed_diffs);
+        self.expect_met = Some(self.expect_diffs.is_empty());
     }
 }
 
@@ -141,6 +159,9 @@ pub fn run_one(
         }
         None => (None, Vec::new()),
     };
+    let mut blessed = observed(&run);
+    blessed.events = capture.expect.as_ref().map(|e| e.events.clone()).unwrap_or_default();
+    let blessed_diffs = compare(&blessed, &run, journal).1;
     Ok(CaptureReport {
         id: capture.id.clone(),
         file: file.display().to_string(),
@@ -155,7 +176,8 @@ pub fn run_one(
         checks,
         session: keep_session.then(|| run.session.clone()),
         messages: run.messages.clone(),
-        blessed: Some(observed(&run)),
+        blessed: Some(blessed),
+        blessed_diffs,
     })
 }
 

@@ -282,10 +282,7 @@ fn bless(captures: &[(PathBuf, salvage_types::Capture)], reports: &[CaptureRepor
     for ((file, capture), r) in captures.iter().zip(reports) {
         let mut c = capture.clone();
         // --bless records the outcome fields only: expected events are written by hand.
-        c.expect = r.blessed.clone().map(|mut b| {
-            b.events = capture.expect.as_ref().map(|e| e.events.clone()).unwrap_or_default();
-            b
-        });
+        c.expect = r.blessed.clone();
         write_atomic(file, c.to_json_pretty().as_bytes())
             .map_err(|e| Failure::Input(format!("{}: cannot write: {e}", file.display())))?;
     }
@@ -393,9 +390,10 @@ pub fn run(
         loaded.keep_shard(s);
     }
     let target = target(&args)?;
-    let reports = replay_all(&args, env, &mut loaded.captures, &target, clock)?;
+    let mut reports = replay_all(&args, env, &mut loaded.captures, &target, clock)?;
     if args.bless {
         bless(&loaded.captures, &reports)?;
+        reports.iter_mut().for_each(CaptureReport::accept_blessed);
     }
     let comparison =
         baseline.as_ref().map(|b| salvage_replay::baseline::compare(&reports, b, args.threshold));
@@ -545,8 +543,17 @@ fn print_table(rows_in: &[Row], out: &mut Output) -> std::io::Result<()> {
     out.put(&table(&rows))?;
     for row in rows_in {
         match row {
-            Row::Done(r) if !r.passed() => {
+            Row::Done(r) => {
+                // What `--bless` replaced, for review, beside anything still failing.
+                let blessed: Vec<&String> =
+                    r.messages.iter().filter(|m| m.starts_with("blessed (was: ")).collect();
+                if r.passed() && blessed.is_empty() {
+                    continue;
+                }
                 out.line(&format!("\n{} ({}):", escape(&r.id), escape(&r.file)))?;
+                for m in blessed {
+                    out.line(&format!("  ↻ {}", escape(m)))?;
+                }
                 for (k, d) in failed_checks(r) {
                     out.line(&format!("  ✖ {}", escape(&line(&k, &d))))?;
                 }
@@ -555,7 +562,6 @@ fn print_table(rows_in: &[Row], out: &mut Output) -> std::io::Result<()> {
                 out.line(&format!("\n{}:", escape(file)))?;
                 out.line(&format!("  ✖ readable: {}", escape(error)))?;
             }
-            Row::Done(_) => {}
         }
     }
     Ok(())
