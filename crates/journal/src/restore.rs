@@ -94,7 +94,7 @@ fn latest_snapshot_at_or_before(
 }
 
 /// The links of the chain from `seq` down to (not including) `floor` — the latest snapshot row
-/// at or before `seq`, so no event of that stretch has one — read in one scan of the events
+/// at or before `seq` (0 without one), so no event of that stretch has one — read in one scan of the events
 /// between them, newest first, instead of two keyed reads per event (its snapshot, then its row).
 /// The scan stops at `stop` (the caller's cached state), at an event it does not find, or after
 /// passing over [`MAX_SKIPPED`] rows of other branches; it returns where the chain goes on.
@@ -156,10 +156,9 @@ fn fold_from(
     cached: Option<&(u64, State)>,
 ) -> Result<(State, Option<snapshot::Read>), JournalError> {
     let mut chain: Vec<Link> = Vec::new();
-    let mut cur = Some(seq);
-    if let Some(floor) = latest_snapshot_at_or_before(conn, session, seq)? {
-        cur = links_above(conn, session, seq, floor, cached.map(|c| c.0), &mut chain)?;
-    }
+    // Without a snapshot row the scan runs down to the root (seq 0 is no event).
+    let floor = latest_snapshot_at_or_before(conn, session, seq)?.unwrap_or(0);
+    let mut cur = links_above(conn, session, seq, floor, cached.map(|c| c.0), &mut chain)?;
     let mut base = State::default();
     let mut from = None;
     // The rest of the chain (from the snapshot row on, or all of it without one), one event at a
