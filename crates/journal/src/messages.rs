@@ -144,8 +144,13 @@ fn decode_chunk(chunk: &[(MsgHash, Vec<u8>)]) -> Result<Vec<Decoded>, String> {
 
 /// Verifies and decodes on every core: restores are latency-sensitive and the rows independent.
 fn decode_all(fetched: &[(MsgHash, Vec<u8>)]) -> Vec<Result<Vec<Decoded>, String>> {
+    // Asked only for many rows: the answer costs a few file reads (cgroup quotas) every time,
+    // more than decoding the few messages a restore through a snapshot loads.
+    if fetched.len() < 128 {
+        return vec![decode_chunk(fetched)];
+    }
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
-    if threads <= 1 || fetched.len() < 128 {
+    if threads <= 1 {
         return vec![decode_chunk(fetched)];
     }
     let size = fetched.len().div_ceil(threads);

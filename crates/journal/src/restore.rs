@@ -6,7 +6,7 @@ use crate::event::{decode, event_from_row, StoredEvent, EVENT_COLUMNS};
 use crate::messages::{assemble, load_messages};
 use crate::open::Journal;
 use crate::snapshot;
-use crate::state::{Delta, MsgHash, State};
+use crate::state::{Delta, MsgHash, State, REDUCER_VERSION};
 use rusqlite::{params, Connection, OptionalExtension};
 use salvage_types::event::EventBody;
 use salvage_types::Message;
@@ -48,23 +48,94 @@ pub(crate) fn event_depth(conn: &Connection, session: &str, seq: u64) -> Result<
 /// An event of the chain a fold applies: seq, parent, body, delta.
 type Link = (u64, Option<u64>, EventBody, Option<Delta>);
 
+/// An event row as a fold reads it: parent, body, delta.
+type EventRow = (Option<i64>, Vec<u8>, Option<Vec<u8>>);
+
 /// One event of a fold's chain, its parent checked to be earlier.
 fn link(conn: &Connection, session: &str, seq: u64) -> Result<Link, JournalError> {
-    type EventRow = (Option<i64>, Vec<u8>, Option<Vec<u8>>);
     let row: Option<EventRow> = conn
         .prepare_cached("SELECT parent, body, delta FROM events WHERE session_id = ?1 AND seq = ?2")
         .and_then(|mut st| {
             st.query_row(params![session, i(seq)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()
         })
         .map_err(sql("restore"))?;
-    let (parent, body, delta) =
-        row.ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq })?;
+    let row = row.ok_or_else(|| JournalError::NoEvent { session: session.to_string(), seq })?;
+    decode_link(session, seq, row)
+}
+
+/// A read event row as a link of the chain, its parent checked to be earlier.
+fn decode_link(session: &str, seq: u64, (parent, body, delta): EventRow) -> Result<Link, JournalError> {
     let parent = parent.map(|p| stored_u64(session, seq, "parent", p)).transpose()?;
     if parent.is_some_and(|p| p >= seq) {
         return Err(JournalError::corrupt(session, seq, "parent is not an earlier event"));
     }
     let (body, delta) = decode(session, seq, &body, delta.as_deref())?;
     Ok((seq, parent, body, delta))
+}
+
+/// The most rows of other branches a range read of a chain passes over before it leaves the rest
+/// of the chain to one read per event.
+const MAX_SKIPPED: usize = 64;
+
+/// The seq of the latest snapshot row at or before `seq` (of any branch), if any.
+fn latest_snapshot_at_or_before(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+) -> Result<Option<u64>, JournalError> {
+    let at: Option<i64> = conn
+        .prepare_cached(
+            "SELECT seq FROM snapshots WHERE session_id = ?1 AND seq <= ?2 AND reducer_version = ?3
+             ORDER BY seq DESC LIMIT 1",
+        )
+        .and_then(|mut st| st.query_row(params![session, i(seq), REDUCER_VERSION], |r| r.get(0)).optional())
+        .map_err(sql("restore"))?;
+    at.map(|a| stored_u64(session, seq, "snapshots.seq", a)).transpose()
+}
+
+/// The links of the chain from `seq` down to (not including) `floor` — the latest snapshot row
+/// at or before `seq` (0 without one), so no event of that stretch has one — read in one scan of the events
+/// between them, newest first, instead of two keyed reads per event (its snapshot, then its row).
+/// The scan stops at `stop` (the caller's cached state), at an event it does not find, or after
+/// passing over [`MAX_SKIPPED`] rows of other branches; it returns where the chain goes on.
+fn links_above(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    floor: u64,
+    stop: Option<u64>,
+    chain: &mut Vec<Link>,
+) -> Result<Option<u64>, JournalError> {
+    let mut want = Some(seq);
+    let mut st = conn
+        .prepare_cached(
+            "SELECT seq, parent, body, delta FROM events WHERE session_id = ?1 AND seq > ?2 AND seq <= ?3
+             ORDER BY seq DESC",
+        )
+        .map_err(sql("restore"))?;
+    let mut rows = st.query(params![session, i(floor), i(seq)]).map_err(sql("restore"))?;
+    let mut skipped = 0usize;
+    while let Some(w) = want.filter(|w| *w > floor && Some(*w) != stop) {
+        let Some(r) = rows.next().map_err(sql("restore"))? else { break };
+        let at = stored_u64(session, w, "seq", r.get::<_, i64>(0).map_err(sql("restore"))?)?;
+        if at > w {
+            skipped = skipped.saturating_add(1);
+            if skipped > MAX_SKIPPED {
+                break;
+            }
+            continue;
+        }
+        if at < w {
+            break; // `w` is missing: the keyed read reports it
+        }
+        let row = (r.get(1), r.get(2), r.get(3));
+        let row =
+            (row.0.map_err(sql("restore"))?, row.1.map_err(sql("restore"))?, row.2.map_err(sql("restore"))?);
+        let l = decode_link(session, w, row)?;
+        want = l.1;
+        chain.push(l);
+    }
+    Ok(want)
 }
 
 /// Folds the state after `seq`: walks the parent chain back to a snapshot, the root, or `cached`.
@@ -97,9 +168,13 @@ fn fold_from(
     snapshots: bool,
 ) -> Result<(State, Option<snapshot::Read>), JournalError> {
     let mut chain: Vec<Link> = Vec::new();
-    let mut cur = Some(seq);
+    // Without a snapshot row the scan runs down to the root (seq 0 is no event).
+    let floor = latest_snapshot_at_or_before(conn, session, seq)?.unwrap_or(0);
+    let mut cur = links_above(conn, session, seq, floor, cached.map(|c| c.0), &mut chain)?;
     let mut base = State::default();
     let mut from = None;
+    // The rest of the chain (from the snapshot row on, or all of it without one), one event at a
+    // time: a snapshot that does not read (its chain cut short) is folded past.
     while let Some(s) = cur {
         if let Some((_, st)) = cached.filter(|(cs, _)| *cs == s) {
             base = st.clone();

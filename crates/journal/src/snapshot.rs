@@ -297,22 +297,22 @@ type RowBytes = (Vec<u8>, Vec<u8>);
 /// The state and history bytes of the snapshot after `seq`, checked against the hash its event
 /// records (the state not decoded: a chain's bases need only their frames).
 fn checked_row(conn: &Connection, session: &str, seq: u64) -> Result<Option<RowBytes>, JournalError> {
-    // Two lookups by primary key (a join of the two was recompiled by SQLite at every call).
-    let row: Option<RowBytes> = conn
+    // One statement: the row and the hash its event records, both by primary key. (A join of
+    // the two is compiled again at every call: SQLite's STAT4 planner, built in, re-plans a join
+    // whenever its bound values change; a scalar subquery is planned once.)
+    type Row = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+    let row: Option<Row> = conn
         .prepare_cached(
-            "SELECT state, history FROM snapshots WHERE session_id = ?1 AND seq = ?2 AND reducer_version = ?3",
+            "SELECT state, history,
+                    (SELECT snapshot_hash FROM events WHERE session_id = ?1 AND seq = ?2)
+             FROM snapshots WHERE session_id = ?1 AND seq = ?2 AND reducer_version = ?3",
         )
         .and_then(|mut st| {
-            st.query_row(params![session, i(seq), REDUCER_VERSION], |r| Ok((r.get(0)?, r.get(1)?))).optional()
+            st.query_row(params![session, i(seq), REDUCER_VERSION], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()
         })
         .map_err(sql("restore"))?;
-    let Some((state, history)) = row else { return Ok(None) };
-    let recorded: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT snapshot_hash FROM events WHERE session_id = ?1 AND seq = ?2")
-        .and_then(|mut st| st.query_row(params![session, i(seq)], |r| r.get(0)).optional())
-        .map_err(sql("restore"))?
-        .flatten();
-    let Some(recorded) = recorded else { return Ok(None) };
+    let Some((state, history, Some(recorded))) = row else { return Ok(None) };
     vouched(session, seq, &state, &history, &recorded)?;
     Ok(Some((state, history)))
 }

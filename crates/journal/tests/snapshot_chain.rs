@@ -1,6 +1,7 @@
 //! Snapshots are incremental: each row holds only the messages after its base, a chain is written
 //! whole again once it reaches its length limit, every restore through a chain is exact, a chain
-//! cut short falls back to row-by-row reads, and a tampered base is refused.
+//! cut short falls back to row-by-row reads, a tampered base is refused, and restores whose chains
+//! pass over the rows of abandoned branches are exact.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -122,6 +123,64 @@ fn a_chain_cut_short_is_read_row_by_row_and_a_tampered_base_is_refused() {
     j.conn().execute("DELETE FROM snapshots WHERE seq = ?1", [middle as i64]).unwrap();
     assert_eq!(j.view_at("s", last).unwrap(), want);
     assert!(j.verify(None).unwrap().bad.is_empty());
+}
+
+/// Appends one event adding one message to the head; returns its seq.
+fn push(j: &mut Journal, n: &mut u64) -> u64 {
+    *n += 1;
+    let m = Message::user(format!("message {n}"));
+    let e = NewEvent::new(format!("e{n}"), ts(*n), EventBody::MessageAppended { count: 1 })
+        .with_history(HistoryChange::Append(vec![m]));
+    j.append("s", None, vec![e]).unwrap()[0].seq
+}
+
+/// Appends a rewind to `target`; returns its seq.
+fn rewind(j: &mut Journal, n: &mut u64, target: u64) -> u64 {
+    *n += 1;
+    j.rewind("s", target, "test", &format!("e{n}"), ts(*n)).unwrap().seq
+}
+
+#[test]
+fn restores_whose_chains_pass_over_abandoned_branches_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("branches.db");
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    j.start_session("s", "", NewEvent::new("start", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    let mut n = 0;
+    // A line of 100 events: a snapshot at depth 64 (seq 65).
+    for _ in 0..99 {
+        push(&mut j, &mut n);
+    }
+    // Back to 90 and on: the chain of the new events skips the 11 abandoned rows above 90, all
+    // above the snapshot.
+    rewind(&mut j, &mut n, 90);
+    for _ in 0..5 {
+        push(&mut j, &mut n);
+    }
+    // Ten times back to 95 and 8 events on: the last chain passes over more than 64 rows of
+    // abandoned branches between its rewind and 95.
+    for _ in 0..10 {
+        rewind(&mut j, &mut n, 95);
+        for _ in 0..8 {
+            push(&mut j, &mut n);
+        }
+    }
+    // On past depth 128 (a snapshot on this branch), then back to 97 of the first line: the
+    // latest snapshot before the new events is on another branch than theirs.
+    for _ in 0..30 {
+        push(&mut j, &mut n);
+    }
+    rewind(&mut j, &mut n, 97);
+    for _ in 0..5 {
+        push(&mut j, &mut n);
+    }
+    let head = j.version("s").unwrap();
+    let snaps: Vec<u64> = rows(&j).into_iter().map(|(s, _)| s).collect();
+    assert!(snaps.len() >= 2 && snaps[0] == 65, "{snaps:?}");
+    assert!(snaps.iter().any(|s| *s > 200), "a snapshot on a later branch: {snaps:?}");
+    assert_eq!(j.view_at("s", head).unwrap().history.len(), 97 - 1 + 5);
+    drop(j);
+    assert_restores_exactly(&p, &(1..=head).collect::<Vec<_>>());
 }
 
 /// Each snapshot row's state: how many hashes it lists.

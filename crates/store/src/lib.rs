@@ -95,10 +95,11 @@ impl Store {
     /// Opens and migrates up to `target` (tests use this to build every earlier version).
     ///
     /// An existing file is inspected through a read-only connection first: a file of another
-    /// application, or of a newer salvage, is refused before anything in it changes.
+    /// application, or of a newer salvage, or a `-wal` of another database, is refused before
+    /// anything in it changes. A read-only open keeps that connection (SQLite itself vouched for
+    /// its `-wal`); any other walks the `-wal` before a connection that can write opens.
     pub fn open_to(path: &Path, options: &Options, target: u32) -> Result<Store, StoreError> {
         let path = path.to_path_buf();
-        check_wal_identity(&path)?;
         let (found, inspected) = inspect(&path)?;
         let found = match found {
             Found::Missing if options.create => {
@@ -125,6 +126,9 @@ impl Store {
             conn.pragma_update(None, "mmap_size", READER_MMAP).map_err(setting("mmap_size"))?;
             return Ok(Store { conn, path });
         }
+        // The inspecting connection is closed (`filter` dropped it): walk the `-wal` before one
+        // that can write opens.
+        check_wal_identity(&path)?;
         // A path is a path: no SQLite URI interpretation (`file:x.db` is a file of that name).
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&path, flags)
@@ -373,6 +377,17 @@ mod tests {
         w[last_page + 300] ^= 0xff;
         let p = with_wal(dir.path(), 0x1111, &w);
         assert_eq!(refused(&p), Some(0x2222));
+    }
+
+    #[test]
+    fn a_foreign_page_1_under_a_later_copy_sqlite_would_not_replay_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        // A committed foreign page 1, then a commit of our own page 1 whose checksum fails:
+        // SQLite replays the first transaction only, so the foreign copy is the one it writes.
+        let mut w = wal_bytes(false, 512, &[(1, 1, 0x2222), (1, 2, 0x1111)]);
+        let last_page = w.len() - 512;
+        w[last_page + 300] ^= 0xff;
+        assert_eq!(refused(&with_wal(dir.path(), 0x1111, &w)), Some(0x2222));
     }
 
     #[test]

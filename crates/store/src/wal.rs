@@ -2,15 +2,16 @@
 //! copy of page 1.
 //!
 //! Design decision: a `-wal` beside our file whose committed page 1 names another application id
-//! is refused (opening would replay another database's pages into ours). The check runs on every
-//! open, the cold readers of a restore included, so it reads only frame headers (and the id of a
-//! frame holding page 1), never the pages. A header walk trusts what a crash can leave behind,
-//! though: a writer killed mid-transaction leaves frames nobody committed, and a frame whose
-//! header was written but whose page still holds bytes of an earlier WAL cycle. So only the copies
-//! of page 1 in committed transactions count, and a mismatch found that way is confirmed by the
-//! walk SQLite itself trusts — the salts and the cumulative checksum of every frame, pages
-//! included — before the file is refused. That full read happens only when a foreign id is
-//! suspected, which a healthy file never shows.
+//! is refused (a connection that can write would checkpoint another database's pages into ours).
+//! The walk runs before such a connection opens (a read-only one asks SQLite for page 1 instead:
+//! `identity.rs`), and reads only frame headers (and the id of a frame holding page 1), never the
+//! pages. A header walk trusts what a crash can leave behind, though: a writer killed
+//! mid-transaction leaves frames nobody committed, and a frame whose header was written but whose
+//! page still holds bytes of an earlier WAL cycle. So only the copies of page 1 in committed
+//! transactions count, and a mismatch found that way in any of them is confirmed by the walk
+//! SQLite itself trusts — the salts and the cumulative checksum of every frame, pages included —
+//! whose newest committed copy decides before the file is refused. That full read happens only
+//! when a foreign id is suspected, which a healthy file never shows.
 
 use std::io::Read;
 use std::path::Path;
@@ -77,14 +78,23 @@ fn header(wal: &mut std::fs::File) -> Option<Header> {
     Some(Header { big_endian_sums, page_size, salts: (be32(&h, 16), be32(&h, 20)), sums })
 }
 
-/// The application id in the newest committed copy of page 1, walking frame headers only (or,
-/// with `verify`, whole frames with their checksums, as SQLite's recovery does). The walk ends at
-/// the first frame of another WAL cycle (other salts), with a bad checksum, or cut short.
-fn committed_page1_id(wal: &std::fs::File, wal_len: u64, h: &Header, verify: bool) -> Option<u32> {
+/// The application ids of the committed copies of page 1, oldest first, walking frame headers
+/// only (or, with `verify`, whole frames with their checksums, as SQLite's recovery does). The
+/// walk ends at the first frame of another WAL cycle (other salts), with a bad checksum, or cut
+/// short. The checked walk's ids are a prefix of the header walk's: it stops at the first frame
+/// whose checksum fails, which the header walk reads past.
+fn committed_page1_ids(wal: &std::fs::File, wal_len: u64, h: &Header, verify: bool) -> Vec<u32> {
+    let mut committed = Vec::new();
+    walk(wal, wal_len, h, verify, &mut committed);
+    committed
+}
+
+/// [`committed_page1_ids`] into `committed` (`None` when the header's page size does not fit).
+fn walk(wal: &std::fs::File, wal_len: u64, h: &Header, verify: bool, committed: &mut Vec<u32>) -> Option<()> {
     let frame_len = u64::from(h.page_size).checked_add(FRAME_HEADER as u64)?;
     let mut buf = vec![0u8; if verify { usize::try_from(frame_len).ok()? } else { FRAME_APP_ID + 4 }];
     let (mut at, mut sums) = (32u64, h.sums);
-    let (mut pending, mut committed) = (None, None);
+    let mut pending = None;
     while at.checked_add(frame_len).is_some_and(|end| end <= wal_len) {
         if read_at(wal, &mut buf, at).is_err() || (be32(&buf, 8), be32(&buf, 12)) != h.salts {
             break;
@@ -101,26 +111,30 @@ fn committed_page1_id(wal: &std::fs::File, wal_len: u64, h: &Header, verify: boo
         }
         // A frame recording the database size after a commit ends a transaction.
         if be32(&buf, 4).is_some_and(|size| size != 0) {
-            committed = pending.or(committed);
-            pending = None;
+            committed.extend(pending.take());
         }
         at = at.saturating_add(frame_len);
     }
-    committed
+    Some(())
 }
 
 /// The application id a `-wal` beside `path` would write into the database, when it names one
 /// other than `file_id` (the id in the database file's header): `Some(foreign id)` only when the
-/// checksummed walk confirms it; `None` for our own id, no id, or anything unreadable.
+/// checksummed walk confirms it; `None` for our own id, no id, or anything unreadable. The header
+/// walk only decides whether the checked one is needed: any committed copy naming another id
+/// sends it there, not only the newest (a later copy whose checksum fails is one SQLite never
+/// replays, so an earlier one may be the copy it does).
 pub(crate) fn foreign_wal_id(path: &Path, file_id: u32) -> Option<u32> {
     let mut wal_path = path.as_os_str().to_owned();
     wal_path.push("-wal");
     let mut wal = std::fs::File::open(&wal_path).ok()?;
     let wal_len = wal.metadata().map(|m| m.len()).unwrap_or(0);
     let h = header(&mut wal)?;
-    let foreign = |id: Option<u32>| id.filter(|&w| w != 0 && w != file_id);
-    foreign(committed_page1_id(&wal, wal_len, &h, false))?;
-    foreign(committed_page1_id(&wal, wal_len, &h, true))
+    let foreign = |w: &u32| *w != 0 && *w != file_id;
+    if !committed_page1_ids(&wal, wal_len, &h, false).iter().any(foreign) {
+        return None;
+    }
+    committed_page1_ids(&wal, wal_len, &h, true).last().copied().filter(foreign)
 }
 
 /// Reads `buf.len()` bytes at `at`: one `pread` per frame where the platform has it.
