@@ -116,13 +116,14 @@ fn history_from(
     seq: u64,
     hashes: &[MsgHash],
     snap: Option<snapshot::Read>,
+    threads: usize,
 ) -> Result<Vec<Message>, JournalError> {
-    let Some(snap) = snap else { return load_messages(conn, session, seq, hashes) };
+    let Some(snap) = snap else { return load_messages(conn, session, seq, hashes, threads) };
     let mut msgs = snapshot::decode_history(session, &snap)?;
     // Messages appended after the snapshot (the common case): loaded and added at the end.
     if let Some(rest) = hashes.strip_prefix(snap.state.history.as_slice()) {
         if !rest.is_empty() {
-            msgs.extend(load_messages(conn, session, seq, rest)?);
+            msgs.extend(load_messages(conn, session, seq, rest, threads)?);
         }
         return Ok(msgs);
     }
@@ -131,7 +132,7 @@ fn history_from(
     missing.sort_unstable();
     missing.dedup();
     if !missing.is_empty() {
-        let loaded = load_messages(conn, session, seq, &missing)?;
+        let loaded = load_messages(conn, session, seq, &missing, threads)?;
         decoded.extend(missing.into_iter().zip(loaded));
     }
     assemble(session, seq, hashes, decoded)
@@ -168,7 +169,7 @@ impl Journal {
     /// The exact state, history included, after event `seq`.
     pub fn view_at(&self, session: &str, seq: u64) -> Result<View, JournalError> {
         let (state, snap) = fold_from(self.conn(), session, seq, None)?;
-        let history = history_from(self.conn(), session, seq, &state.history, snap)?;
+        let history = history_from(self.conn(), session, seq, &state.history, snap, self.decode_threads)?;
         Ok(View { seq, history, state })
     }
 
