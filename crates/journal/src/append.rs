@@ -3,6 +3,7 @@
 
 use crate::error::{i, sql, stored_hash, stored_u64, JournalError};
 use crate::event::{rfc3339, Appended, HistoryChange, NewEvent, Parent};
+use crate::fresh::Fresh;
 use crate::hash_chain;
 use crate::messages::{any_redacted, is_redacted, store_message, CCR_OWNER};
 use crate::open::Journal;
@@ -264,34 +265,6 @@ struct Cursor {
     fresh: Fresh,
     /// The file records redactions: a message stored before may hold other bytes than its key's.
     redactions: bool,
-}
-
-/// Messages appended by this transaction, by hash: their JSON as stored, up to
-/// [`FRESH_BUDGET`] bytes. A snapshot reads the rows of the others back, as it does for messages
-/// earlier transactions stored: a transaction appending a whole long history (a session's start)
-/// does not hold a second copy of it for a snapshot it seldom takes.
-#[derive(Default)]
-struct Fresh {
-    json: std::collections::HashMap<MsgHash, Vec<u8>>,
-    bytes: usize,
-}
-
-/// What [`Fresh`] holds at most: a batch of a thousand 1 KB events, many times over.
-const FRESH_BUDGET: usize = 4 << 20;
-
-impl Fresh {
-    fn keep(&mut self, hash: MsgHash, json: Vec<u8>) {
-        let bytes = self.bytes.saturating_add(json.len());
-        if bytes <= FRESH_BUDGET {
-            self.bytes = bytes;
-            self.json.insert(hash, json);
-        }
-    }
-
-    fn clear(&mut self) {
-        self.json.clear();
-        self.bytes = 0;
-    }
 }
 
 /// Appends one event at `cursor.seq + 1`.
