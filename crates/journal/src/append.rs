@@ -3,6 +3,7 @@
 
 use crate::error::{i, sql, stored_hash, stored_u64, JournalError};
 use crate::event::{rfc3339, Appended, HistoryChange, NewEvent, Parent};
+use crate::fresh::Fresh;
 use crate::hash_chain;
 use crate::messages::{any_redacted, is_redacted, store_message, CCR_OWNER};
 use crate::open::Journal;
@@ -117,23 +118,26 @@ fn parent_state(
 /// An event's history splice: the delta as stored, and the hashes it inserts.
 type Splice = Option<(Delta, Vec<MsgHash>)>;
 
-/// Stores an event's new messages and returns its history splice against `state`. The JSON of
-/// each message goes into `fresh`, for the next snapshot: a message this call stored, and one
-/// stored before unless a redaction may have replaced its row (`redactions`: the file records
-/// any; the transaction holds the write lock, so none happens meanwhile). Otherwise the stored
-/// row holds exactly these bytes (they hash to its key), and reading them back would only cost.
+/// Stores an event's new messages and returns its history splice against `state`. Each message
+/// is dropped once stored, so the event's history and its stored JSON are never both whole in
+/// memory. The JSON of each message goes into `fresh`, for the next snapshot: a message this call
+/// stored, and one stored before unless a redaction may have replaced its row (`redactions`: the
+/// file records any; the transaction holds the write lock, so none happens meanwhile). Otherwise
+/// the stored row holds exactly these bytes (they hash to its key), and reading them back would
+/// only cost.
 fn store_history(
     tx: &Connection,
     clock: &dyn Clock,
     state: &State,
-    h: &HistoryChange,
+    h: HistoryChange,
     fresh: &mut Fresh,
     redactions: bool,
 ) -> Result<Splice, JournalError> {
-    let mut store = |m: &Message| -> Result<MsgHash, JournalError> {
-        let (hash, json, stored) = store_message(tx, clock, m)?;
+    let mut store = |m: Message| -> Result<MsgHash, JournalError> {
+        let (hash, json, stored) = store_message(tx, clock, &m)?;
+        drop(m);
         if stored || !redactions || !is_redacted(tx, &hash)? {
-            fresh.insert(hash, json);
+            fresh.keep(hash, json);
         }
         Ok(hash)
     };
@@ -141,13 +145,13 @@ fn store_history(
         HistoryChange::None => Ok(None),
         HistoryChange::Append(msgs) if msgs.is_empty() => Ok(None),
         HistoryChange::Append(msgs) => {
-            let hashes: Vec<MsgHash> = msgs.iter().map(&mut store).collect::<Result<_, _>>()?;
+            let hashes: Vec<MsgHash> = msgs.into_iter().map(&mut store).collect::<Result<_, _>>()?;
             let delta =
                 Delta { at: state.history.len(), remove: 0, insert: hashes.iter().map(hex).collect() };
             Ok(Some((delta, hashes)))
         }
         HistoryChange::Set(msgs) => {
-            let hashes: Vec<MsgHash> = msgs.iter().map(&mut store).collect::<Result<_, _>>()?;
+            let hashes: Vec<MsgHash> = msgs.into_iter().map(&mut store).collect::<Result<_, _>>()?;
             Ok(diff(&state.history, &hashes).map(|d| {
                 // diff inserts new[at..at + insert.len()].
                 let inserted =
@@ -242,7 +246,7 @@ fn maybe_snapshot(
     if depth == 0 || depth.checked_rem(snapshot_interval(state.history.len())) != Some(0) {
         return Ok(None);
     }
-    let (written, now) = snapshot::build(tx, session, seq, state, last.as_ref(), fresh)?;
+    let (written, now) = snapshot::build(tx, session, seq, state, last.as_ref(), &fresh.json)?;
     *last = Some(now);
     fresh.clear();
     Ok(Some(written))
@@ -263,21 +267,25 @@ struct Cursor {
     redactions: bool,
 }
 
-/// Messages appended by this transaction, by hash: their JSON as stored.
-type Fresh = std::collections::HashMap<MsgHash, Vec<u8>>;
-
 /// Appends one event at `cursor.seq + 1`.
 fn append_one(
     tx: &Connection,
     clock: &dyn Clock,
     session: &str,
     cursor: &mut Cursor,
-    e: &NewEvent,
+    mut e: NewEvent,
 ) -> Result<Appended, JournalError> {
     let seq = next(session, cursor.seq)?;
     let (parent, mut state, depth) = parent_state(tx, session, seq, e.parent, &mut cursor.state)?;
-    let (delta, inserted) =
-        store_history(tx, clock, &state, &e.history, &mut cursor.fresh, cursor.redactions)?.unzip();
+    let (delta, inserted) = store_history(
+        tx,
+        clock,
+        &state,
+        std::mem::take(&mut e.history),
+        &mut cursor.fresh,
+        cursor.redactions,
+    )?
+    .unzip();
     let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
     let delta_bytes = delta
         .as_ref()
@@ -302,7 +310,7 @@ fn append_one(
     };
     let hash = hash_chain::link(&cursor.prev_hash, &row);
     insert_event(tx, &row, &cursor.prev_hash, &hash)?;
-    link_blobs(tx, clock, session, seq, e)?;
+    link_blobs(tx, clock, session, seq, &e)?;
     if let Some(w) = &snap {
         snapshot::write(tx, session, seq, w)?;
     }
@@ -461,11 +469,11 @@ impl Journal {
             prev_hash: head_hash,
             state: (head_seq, state, None),
             last,
-            fresh: Fresh::new(),
+            fresh: Fresh::default(),
             redactions: any_redacted(&tx)?,
         };
         let mut appended = Vec::with_capacity(events.len());
-        for e in &events {
+        for e in events {
             appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e)?);
         }
         tx.prepare_cached("UPDATE sessions SET head_seq = ?1, head_hash = ?2 WHERE id = ?3")

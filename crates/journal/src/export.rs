@@ -53,7 +53,13 @@ impl Journal {
             // Self-contained: the messages a delta inserts travel with it.
             if let Some(d) = &e.delta {
                 let hashes = d.hashes(session, e.seq)?;
-                let msgs = crate::messages::load_messages(self.conn(), session, e.seq, &hashes)?;
+                let msgs = crate::messages::load_messages(
+                    self.conn(),
+                    session,
+                    e.seq,
+                    &hashes,
+                    self.decode_threads,
+                )?;
                 if let Some(obj) = line.as_object_mut() {
                     obj.insert("messages".into(), serde_json::json!(msgs));
                 }

@@ -33,6 +33,7 @@ pub mod delete;
 pub mod error;
 pub mod event;
 pub mod export;
+pub(crate) mod fresh;
 pub mod hash_chain;
 pub mod history_diff;
 pub mod import;

@@ -102,6 +102,22 @@ pub(crate) fn fetch_raw(
     seq: u64,
     unique: &[MsgHash],
 ) -> Result<Vec<(MsgHash, Vec<u8>)>, JournalError> {
+    let mut fetched = Vec::with_capacity(unique.len());
+    fetch_each(conn, session, seq, unique, |h, json| {
+        fetched.push((h, json));
+        Ok(())
+    })?;
+    Ok(fetched)
+}
+
+/// Hands `each` the stored JSON of each distinct hash as its row is read (one statement).
+fn fetch_each(
+    conn: &Connection,
+    session: &str,
+    seq: u64,
+    unique: &[MsgHash],
+    mut each: impl FnMut(MsgHash, Vec<u8>) -> Result<(), JournalError>,
+) -> Result<(), JournalError> {
     let corrupt = |problem: String| JournalError::corrupt(session, seq, problem);
     let keys: std::rc::Rc<Vec<rusqlite::types::Value>> =
         std::rc::Rc::new(unique.iter().map(|h| rusqlite::types::Value::Blob(h.to_vec())).collect());
@@ -109,7 +125,6 @@ pub(crate) fn fetch_raw(
         .prepare_cached("SELECT m.hash, m.body, m.ccr_key FROM rarray(?1) AS k CROSS JOIN messages AS m ON m.hash = k.value")
         .map_err(sql("restore"))?;
     let mut rows = st.query([keys]).map_err(sql("restore"))?;
-    let mut fetched = Vec::with_capacity(unique.len());
     while let Some(r) = rows.next().map_err(sql("restore"))? {
         let h = stored_hash(session, seq, "messages.hash", &r.get::<_, Vec<u8>>(0).map_err(sql("restore"))?)?;
         let body: Option<Vec<u8>> = r.get(1).map_err(sql("restore"))?;
@@ -122,34 +137,40 @@ pub(crate) fn fetch_raw(
             }
             (None, None) => return Err(corrupt(format!("message {} has no content", hex(&h)))),
         };
-        fetched.push((h, json));
+        each(h, json)?;
     }
-    Ok(fetched)
+    Ok(())
 }
 
 /// A decoded message: its hash, the message, and whether its bytes match the hash.
 type Decoded = (MsgHash, Message, bool);
 
-fn decode_chunk(chunk: &[(MsgHash, Vec<u8>)]) -> Result<Vec<Decoded>, String> {
-    chunk
-        .iter()
-        .map(|(h, json)| {
-            let matches = message_hash(json) == *h;
-            serde_json::from_slice::<Message>(json)
-                .map(|m| (*h, m, matches))
-                .map_err(|e| format!("message {} does not decode: {e}", hex(h)))
-        })
-        .collect()
+/// One stored message decoded, and whether its bytes match its hash.
+fn decode_one(h: &MsgHash, json: &[u8]) -> Result<Decoded, String> {
+    let matches = message_hash(json) == *h;
+    serde_json::from_slice::<Message>(json)
+        .map(|m| (*h, m, matches))
+        .map_err(|e| format!("message {} does not decode: {e}", hex(h)))
 }
 
-/// Verifies and decodes on every core: restores are latency-sensitive and the rows independent.
-fn decode_all(fetched: &[(MsgHash, Vec<u8>)]) -> Vec<Result<Vec<Decoded>, String>> {
-    // Asked only for many rows: the answer costs a few file reads (cgroup quotas) every time,
-    // more than decoding the few messages a restore through a snapshot loads.
+fn decode_chunk(chunk: &[(MsgHash, Vec<u8>)]) -> Result<Vec<Decoded>, String> {
+    chunk.iter().map(|(h, json)| decode_one(h, json)).collect()
+}
+
+/// The threads a restore decodes on by default: every core (up to 8), as restores are
+/// latency-sensitive and the rows independent.
+fn default_decode_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8)
+}
+
+/// Verifies and decodes on `threads` threads (0: the default, every core). The core count is
+/// asked only for many rows: the answer costs a few file reads (cgroup quotas) every time, more
+/// than decoding the few messages a restore through a snapshot loads.
+fn decode_all(fetched: &[(MsgHash, Vec<u8>)], threads: usize) -> Vec<Result<Vec<Decoded>, String>> {
     if fetched.len() < 128 {
         return vec![decode_chunk(fetched)];
     }
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+    let threads = if threads == 0 { default_decode_threads() } else { threads };
     if threads <= 1 {
         return vec![decode_chunk(fetched)];
     }
@@ -163,26 +184,37 @@ fn decode_all(fetched: &[(MsgHash, Vec<u8>)]) -> Vec<Result<Vec<Decoded>, String
     })
 }
 
-/// Loads and verifies the messages with these hashes, in order (repeats decoded once). A body
-/// that does not match its hash is accepted only for a message recorded as redacted.
+/// Loads and verifies the messages with these hashes, in order (repeats decoded once), decoding
+/// on `threads` threads (0: every core). A body that does not match its hash is accepted only for a message
+/// recorded as redacted. On one thread each row is decoded as it is read and its stored bytes
+/// dropped at once; on more, every row's bytes are read first, then decoded in parallel.
 pub(crate) fn load_messages(
     conn: &Connection,
     session: &str,
     seq: u64,
     hashes: &[MsgHash],
+    threads: usize,
 ) -> Result<Vec<Message>, JournalError> {
     let corrupt = |problem: String| JournalError::corrupt(session, seq, problem);
     let mut unique: Vec<MsgHash> = hashes.to_vec();
     unique.sort_unstable();
     unique.dedup();
-    let fetched = fetch_raw(conn, session, seq, &unique)?;
     let mut decoded: HashMap<MsgHash, Message> = HashMap::with_capacity(unique.len());
-    for part in decode_all(&fetched) {
-        for (h, m, matches) in part.map_err(corrupt)? {
-            if !matches && !is_redacted(conn, &h)? {
-                return Err(corrupt(format!("message {} does not match its hash", hex(&h))));
+    let mut keep = |(h, m, matches): Decoded| -> Result<(), JournalError> {
+        if !matches && !is_redacted(conn, &h)? {
+            return Err(corrupt(format!("message {} does not match its hash", hex(&h))));
+        }
+        decoded.insert(h, m);
+        Ok(())
+    };
+    if threads == 1 {
+        fetch_each(conn, session, seq, &unique, |h, json| keep(decode_one(&h, &json).map_err(corrupt)?))?;
+    } else {
+        let fetched = fetch_raw(conn, session, seq, &unique)?;
+        for part in decode_all(&fetched, threads) {
+            for d in part.map_err(corrupt)? {
+                keep(d)?;
             }
-            decoded.insert(h, m);
         }
     }
     assemble(session, seq, hashes, decoded)
@@ -221,6 +253,6 @@ impl Journal {
         seq: u64,
         hashes: &[MsgHash],
     ) -> Result<Vec<Message>, JournalError> {
-        load_messages(self.conn(), session, seq, hashes)
+        load_messages(self.conn(), session, seq, hashes, self.decode_threads)
     }
 }

@@ -35,6 +35,9 @@ pub struct Journal {
     pub(crate) snapshots: HashMap<String, crate::snapshot::Last>,
     /// The time CCR writes are stamped with (`created_at`, `last_access`).
     pub(crate) clock: Arc<dyn Clock + Send + Sync>,
+    /// Threads a restore decodes messages on ([`Journal::with_decode_threads`]; 0, the default:
+    /// every core, counted only when a restore has many messages to decode).
+    pub(crate) decode_threads: usize,
 }
 
 impl Journal {
@@ -51,7 +54,23 @@ impl Journal {
 
     /// Wraps an open store.
     pub fn from_store(store: Store) -> Journal {
-        Journal { store, head: HashMap::new(), snapshots: HashMap::new(), clock: Arc::new(SystemClock) }
+        Journal {
+            store,
+            head: HashMap::new(),
+            snapshots: HashMap::new(),
+            clock: Arc::new(SystemClock),
+            decode_threads: 0,
+        }
+    }
+
+    /// The same journal restoring on `threads` threads (at least one; the default is every
+    /// core, up to 8). On one, a restore decodes each stored message as it reads it and holds
+    /// no second copy of the history's stored bytes, and its allocations stay on the caller's
+    /// thread: for callers that already run a thread per core (corpus replays), or that bound
+    /// memory rather than latency.
+    pub fn with_decode_threads(mut self, threads: usize) -> Journal {
+        self.decode_threads = threads.max(1);
+        self
     }
 
     /// The same journal with CCR writes stamped by `clock` (deterministic runs inject theirs).

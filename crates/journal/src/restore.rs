@@ -168,8 +168,9 @@ fn fold_from(
     snapshots: bool,
 ) -> Result<(State, Option<snapshot::Read>), JournalError> {
     let mut chain: Vec<Link> = Vec::new();
-    // Without a snapshot row the scan runs down to the root (seq 0 is no event).
-    let floor = latest_snapshot_at_or_before(conn, session, seq)?.unwrap_or(0);
+    // Without a snapshot row (or when reading none) the scan runs down to the root (seq 0 is no
+    // event) or the cached state.
+    let floor = if snapshots { latest_snapshot_at_or_before(conn, session, seq)?.unwrap_or(0) } else { 0 };
     let mut cur = links_above(conn, session, seq, floor, cached.map(|c| c.0), &mut chain)?;
     let mut base = State::default();
     let mut from = None;
@@ -203,13 +204,14 @@ fn history_from(
     seq: u64,
     hashes: &[MsgHash],
     snap: Option<snapshot::Read>,
+    threads: usize,
 ) -> Result<Vec<Message>, JournalError> {
-    let Some(snap) = snap else { return load_messages(conn, session, seq, hashes) };
+    let Some(snap) = snap else { return load_messages(conn, session, seq, hashes, threads) };
     let mut msgs = snapshot::decode_history(session, &snap)?;
     // Messages appended after the snapshot (the common case): loaded and added at the end.
     if let Some(rest) = hashes.strip_prefix(snap.state.history.as_slice()) {
         if !rest.is_empty() {
-            msgs.extend(load_messages(conn, session, seq, rest)?);
+            msgs.extend(load_messages(conn, session, seq, rest, threads)?);
         }
         return Ok(msgs);
     }
@@ -218,7 +220,7 @@ fn history_from(
     missing.sort_unstable();
     missing.dedup();
     if !missing.is_empty() {
-        let loaded = load_messages(conn, session, seq, &missing)?;
+        let loaded = load_messages(conn, session, seq, &missing, threads)?;
         decoded.extend(missing.into_iter().zip(loaded));
     }
     assemble(session, seq, hashes, decoded)
@@ -255,7 +257,7 @@ impl Journal {
     /// The exact state, history included, after event `seq`.
     pub fn view_at(&self, session: &str, seq: u64) -> Result<View, JournalError> {
         let (state, snap) = fold_from(self.conn(), session, seq, None, true)?;
-        let history = history_from(self.conn(), session, seq, &state.history, snap)?;
+        let history = history_from(self.conn(), session, seq, &state.history, snap, self.decode_threads)?;
         Ok(View { seq, history, state })
     }
 

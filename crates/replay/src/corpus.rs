@@ -311,13 +311,17 @@ impl Pool<'_, '_> {
         }
     }
 
+    /// A worker's journal. Its restores (the checks') decode on the worker's own thread: the
+    /// pool already runs a worker per job, and a restore that spread over every core would hold
+    /// the stored bytes of a history beside its decoded messages, in other threads' heaps.
     fn open_journal(&self) -> Result<Journal, String> {
-        match self.target {
+        let journal = match self.target {
             Target::File(p) => {
                 Store::open(p, &StoreOptions::default()).map(Journal::from_store).map_err(|e| e.to_string())
             }
             Target::Memory => Journal::in_memory().map_err(|e| e.to_string()),
-        }
+        };
+        journal.map(|j| j.with_decode_threads(1))
     }
 
     /// Replays capture `i` into its own session.

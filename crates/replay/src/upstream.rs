@@ -82,12 +82,11 @@ pub fn count_tokens(history: &[Message]) -> u64 {
 /// stops early the rest is extrapolated from the tokens per byte seen so far (the verdict —
 /// over the window — is exact; only the number in the error text is an estimate).
 pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
-    let bpe = tiktoken_rs::o200k_base_singleton();
     let mut n = 0u64;
     let mut seen_bytes = 0u64;
     // Counts saturate: a count past u64::MAX is over every window, which is all the verdict needs.
     let len = |s: &str| u64::try_from(s.len()).unwrap_or(u64::MAX);
-    let tokens = |s: &str| u64::try_from(bpe.encode_ordinary(s).len()).unwrap_or(u64::MAX);
+    let tokens = crate::o200k::count;
     let total_bytes: u64 =
         history.iter().fold(0u64, |t, m| t.saturating_add(len(&m.content)).saturating_add(64));
     for m in history {

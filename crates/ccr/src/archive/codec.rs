@@ -20,7 +20,9 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
-/// Compresses at [`LEVEL`] with this thread's context.
+/// Compresses at [`LEVEL`] with this thread's context. The output is trimmed to its length: the
+/// compressor allocates zstd's bound (a little over the input's size), and a put of many items
+/// holds every compressed item at once.
 pub(super) fn compress(bytes: &[u8]) -> Result<Vec<u8>, CcrError> {
     COMPRESSOR.with(|c| {
         let mut slot = c.borrow_mut();
@@ -28,7 +30,11 @@ pub(super) fn compress(bytes: &[u8]) -> Result<Vec<u8>, CcrError> {
             *slot = Some(zstd::bulk::Compressor::new(LEVEL).map_err(CcrError::Compress)?);
         }
         match slot.as_mut() {
-            Some(comp) => comp.compress(bytes).map_err(CcrError::Compress),
+            Some(comp) => {
+                let mut out = comp.compress(bytes).map_err(CcrError::Compress)?;
+                out.shrink_to_fit();
+                Ok(out)
+            }
             None => Err(CcrError::Compress(std::io::Error::other("no compressor"))),
         }
     })
@@ -75,4 +81,17 @@ pub(super) fn key_from_blob(b: Vec<u8>) -> Result<CcrKey, CcrError> {
         reason: "stored key is not 32 bytes".into(),
     })?;
     Ok(CcrKey(arr))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn compressed_items_hold_no_more_than_their_bytes() {
+        let text = "the same line of a log, again and again\n".repeat(30_000);
+        let out = super::compress(text.as_bytes()).unwrap();
+        assert!(out.len() < text.len() / 10, "{} bytes", out.len());
+        assert_eq!(out.capacity(), out.len());
+    }
 }
