@@ -13,30 +13,32 @@ pub fn redact_history(history: &mut [Message], counts: &mut Counts) {
         history.iter_mut().for_each(|m| redact_message(m, counts));
         return;
     }
-    // Each run waits in a slot for whoever takes it first: a helper thread, or this one, which
-    // goes over every slot after starting the helpers. A helper that could not be started (or
-    // starts late) leaves its run to this thread; no run is skipped or done twice.
-    let share = bytes.checked_div(workers).unwrap_or(bytes);
+    // The history is cut into many runs (the cost of a byte varies along it), each waiting in
+    // a slot; every thread — the helpers and this one — takes the next slot until none is
+    // left. A helper that could not be started, or starts late, leaves its share to the others;
+    // no run is skipped or done twice.
+    let share = bytes.checked_div(workers.saturating_mul(RUNS_PER_WORKER)).unwrap_or(bytes);
     let slots: Vec<std::sync::Mutex<Option<&mut [Message]>>> =
         split_by_content(history, share).into_iter().map(|r| std::sync::Mutex::new(Some(r))).collect();
-    let take = |slot: &std::sync::Mutex<Option<&mut [Message]>>, counts: &mut Counts| {
-        let run = slot.lock().ok().and_then(|mut s| s.take());
-        run.into_iter().flatten().for_each(|m| redact_message(m, counts));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = |counts: &mut Counts| {
+        while let Some(slot) = slots.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+            let run = slot.lock().ok().and_then(|mut s| s.take());
+            run.into_iter().flatten().for_each(|m| redact_message(m, counts));
+        }
     };
     std::thread::scope(|scope| {
-        let helpers: Vec<_> = slots
-            .iter()
-            .skip(1)
-            .filter_map(|slot| {
-                let job = move || {
+        let helpers: Vec<_> = (1..workers)
+            .filter_map(|_| {
+                let job = || {
                     let mut counts = Counts::new();
-                    take(slot, &mut counts);
+                    work(&mut counts);
                     counts
                 };
                 std::thread::Builder::new().name("redact".into()).spawn_scoped(scope, job).ok()
             })
             .collect();
-        slots.iter().for_each(|slot| take(slot, counts));
+        work(counts);
         for h in helpers {
             match h.join() {
                 Ok(c) => c.into_iter().for_each(|(k, n)| add(counts, k, n)),
@@ -50,6 +52,8 @@ pub fn redact_history(history: &mut [Message], counts: &mut Counts) {
 
 /// At most this many threads redact a history.
 const MAX_WORKERS: usize = 4;
+/// Runs per thread: enough that a thread whose runs cost more per byte is not left last.
+const RUNS_PER_WORKER: usize = 8;
 /// Below this much content a history is redacted on the calling thread alone: starting
 /// threads would cost more than they save.
 const PARALLEL_FROM: usize = 4 << 20;
