@@ -147,10 +147,18 @@ pub fn import_owned(source: Source, bytes: Vec<u8>, file: &str) -> Result<Import
     set_value_budget(bytes.len(), used);
     let big = bytes.len() >= COUNT_BESIDE_FROM;
     drop(bytes);
-    import_sized(source, &value, file, big)
+    let imported = import_sized(source, &value, file, big);
+    if big {
+        // Freeing a large tree (one allocation per value) is left to another thread while the
+        // caller goes on with the history; a thread that cannot start hands it back to be freed
+        // here.
+        let _ = std::thread::Builder::new().name("free-tree".into()).spawn(move || drop(value));
+    }
+    imported
 }
 
-/// From this many bytes, a body's size is counted on another thread while it is imported.
+/// From this many bytes, a body's size is counted on another thread while it is imported (and
+/// its parsed tree freed on another thread after).
 const COUNT_BESIDE_FROM: usize = 4 << 20;
 
 /// What the importers may still build from argument strings: the file's value allowance (for
