@@ -36,7 +36,7 @@ pub fn write_with(
     };
     // tempfile creates the file 0600 with O_EXCL and deletes it when dropped unpersisted (an
     // error, a panic); only a kill leaves it, for `remove_stale` to find.
-    let mut tmp = tempfile::Builder::new()
+    let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}.{}.", std::process::id()))
         .suffix(SUFFIX)
         .tempfile_in(&dir)?;
@@ -45,11 +45,7 @@ pub fn write_with(
         use std::os::unix::fs::PermissionsExt;
         tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
-    {
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut tmp);
-        fill(&mut w)?;
-        w.flush()?;
-    }
+    fill_file(tmp.as_file(), fill)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     // The rename itself is durable once the folder is synced (best effort: not every platform
@@ -58,6 +54,90 @@ pub fn write_with(
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Bytes a [`Handoff`] gathers before handing them to the writing thread.
+const CHUNK: usize = 1 << 20;
+/// The writing thread makes what it wrote durable every this many bytes, so that the final sync
+/// has only the tail left to wait for.
+const SYNC_EVERY: usize = 16 << 20;
+
+/// Runs `fill` into `file`. `fill` serializes on this thread while another one writes the full
+/// chunks to the file (and syncs them every [`SYNC_EVERY`] bytes): the two overlap instead of
+/// taking turns. Where no thread can be started, a buffered writer on this thread does it all.
+fn fill_file(
+    file: &std::fs::File,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    std::thread::scope(|scope| {
+        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let writer = move || -> std::io::Result<()> {
+            let mut unsynced = 0usize;
+            for mut chunk in full_rx {
+                let mut f = file;
+                f.write_all(&chunk)?;
+                unsynced = unsynced.saturating_add(chunk.len());
+                if unsynced >= SYNC_EVERY {
+                    file.sync_data()?;
+                    unsynced = 0;
+                }
+                chunk.clear();
+                // The buffer goes back to be filled again (its pages are already mapped).
+                let _ = free_tx.send(chunk);
+            }
+            Ok(())
+        };
+        let Ok(thread) = std::thread::Builder::new().name("write".into()).spawn_scoped(scope, writer) else {
+            let mut f = file;
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut f);
+            fill(&mut w)?;
+            return w.flush();
+        };
+        let mut w = Handoff { buf: Vec::with_capacity(CHUNK), full: full_tx, free: free_rx };
+        let filled = fill(&mut w).and_then(|()| w.flush());
+        // Dropping the sender ends the writer's loop.
+        drop(w);
+        let written =
+            thread.join().unwrap_or_else(|_| Err(std::io::Error::other("the writing thread failed")));
+        // The writer's own error first: a fill that failed because the writer had stopped only
+        // echoes it.
+        written.and(filled)
+    })
+}
+
+/// The [`Write`] side of [`fill_file`]: gathers bytes into chunks and hands each full one to
+/// the writing thread.
+struct Handoff {
+    buf: Vec<u8>,
+    full: std::sync::mpsc::SyncSender<Vec<u8>>,
+    free: std::sync::mpsc::Receiver<Vec<u8>>,
+}
+
+impl Handoff {
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let next = self.free.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let chunk = std::mem::replace(&mut self.buf, next);
+        let stopped = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the writing thread stopped");
+        self.full.send(chunk).map_err(|_| stopped())
+    }
+}
+
+impl Write for Handoff {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
 }
 
 /// Removes temporary files for `name` in `dir` whose writer is gone: its process id no longer
@@ -112,5 +192,46 @@ mod tests {
         std::fs::write(&live, b"x").unwrap();
         write(&p, b"three").unwrap();
         assert!(!stale.exists() && live.exists());
+    }
+
+    /// Lines `from..to`, each naming its number: a lost, repeated or reordered chunk shows.
+    fn lines(from: usize, to: usize) -> Vec<u8> {
+        (from..to).flat_map(|i| format!("line {i:>9} of the output\n").into_bytes()).collect()
+    }
+
+    #[test]
+    fn large_output_arrives_whole_and_in_order_and_a_failed_fill_leaves_the_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.json");
+        // Over the sync interval, in writes of every size (one byte to several chunks).
+        // The last bytes come in writes of one byte, so they sit in a chunk that is not full.
+        let mut expected = lines(0, (SYNC_EVERY + 3 * CHUNK) / 30);
+        let body = expected.len();
+        expected.extend_from_slice(b"end\n");
+        let sizes = [1, 7, 4096, CHUNK - 1, 3 * CHUNK + 5, 100];
+        write_with(&p, |w| {
+            let mut at = 0;
+            for size in sizes.iter().cycle() {
+                let end = (at + size).min(body);
+                w.write_all(&expected[at..end])?;
+                at = end;
+                if at == body {
+                    break;
+                }
+            }
+            expected[body..].iter().try_for_each(|b| w.write_all(&[*b]))
+        })
+        .unwrap();
+        assert!(std::fs::read(&p).unwrap() == expected, "the file differs from what was written");
+        // A fill that fails after several chunks went to the writing thread: the target keeps
+        // its old bytes and no temporary file is left.
+        let failed = write_with(&p, |w| {
+            w.write_all(&lines(0, 3 * CHUNK / 30))?;
+            Err(std::io::Error::other("the serializer failed"))
+        });
+        assert_eq!(failed.map_err(|e| e.to_string()), Err("the serializer failed".to_string()));
+        assert!(std::fs::read(&p).unwrap() == expected, "a failed write changed the target");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["big.json"]);
     }
 }

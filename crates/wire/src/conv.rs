@@ -186,23 +186,15 @@ impl SystemBeside {
         }
         let read = |m: &Value, path: &str| message(cx, m, path);
         history.extend(message_list(cx, top, ("messages", self.missing), read, self.format, default)?);
-        Ok((top, history, request_of(self.format, body, top, &modeled)))
+        Ok((top, history, request_of(self.format, top, &modeled)))
     }
 }
 
-/// The request as sent besides its messages: its format, the body's size and the top-level
-/// fields not `modeled`.
-pub(crate) fn request_of(
-    format: RequestFormat,
-    body: &Value,
-    top: &Map<String, Value>,
-    modeled: &[&str],
-) -> Request {
-    Request {
-        format,
-        bytes: Some(salvage_types::weight::compact_json_len(body)),
-        fields: without(top, modeled),
-    }
+/// The request as sent besides its messages: its format and the top-level fields not
+/// `modeled`. Its `bytes`, the body's size, is counted by [`crate::import_value`] (beside the
+/// import, on another thread, for a large body).
+pub(crate) fn request_of(format: RequestFormat, top: &Map<String, Value>, modeled: &[&str]) -> Request {
+    Request { format, bytes: None, fields: without(top, modeled) }
 }
 
 /// A message's `role` where the format knows only user and assistant messages.

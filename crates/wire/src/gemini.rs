@@ -81,7 +81,7 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
     let mut ids = Ids::default();
     let read = |c: &Value, path: &str| content(cx, c, path, &mut ids);
     history.extend(conv::message_list(cx, top, ("contents", missing), read, F, default_template)?);
-    let request = conv::request_of(F, body, top, &modeled);
+    let request = conv::request_of(F, top, &modeled);
     let model = top.get("model").and_then(Value::as_str).map(|m| m.trim_start_matches("models/").to_string());
     Ok(Imported { history, model, provider: Some("gemini".to_string()), request: Some(request) })
 }

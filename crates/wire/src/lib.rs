@@ -133,7 +133,7 @@ pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, Capt
     }
     let (value, used) = salvage_types::capture::from_json_bytes_counted(bytes, file)?;
     set_value_budget(bytes.len(), used);
-    import_value(source, &value, file)
+    import_sized(source, &value, file, bytes.len() >= COUNT_BESIDE_FROM)
 }
 
 /// [`import`] of bytes it owns: a body is parsed once and its bytes are dropped before the
@@ -145,9 +145,21 @@ pub fn import_owned(source: Source, bytes: Vec<u8>, file: &str) -> Result<Import
     }
     let (value, used) = salvage_types::capture::from_json_bytes_counted(&bytes, file)?;
     set_value_budget(bytes.len(), used);
+    let big = bytes.len() >= COUNT_BESIDE_FROM;
     drop(bytes);
-    import_value(source, &value, file)
+    let imported = import_sized(source, &value, file, big);
+    if big {
+        // Freeing a large tree (one allocation per value) is left to another thread while the
+        // caller goes on with the history; a thread that cannot start hands it back to be freed
+        // here.
+        let _ = std::thread::Builder::new().name("free-tree".into()).spawn(move || drop(value));
+    }
+    imported
 }
+
+/// From this many bytes, a body's size is counted on another thread while it is imported (and
+/// its parsed tree freed on another thread after).
+const COUNT_BESIDE_FROM: usize = 4 << 20;
 
 /// What the importers may still build from argument strings: the file's value allowance (for
 /// `len` bytes) less the `used` values the file itself holds (counted by the shape check the
@@ -180,6 +192,48 @@ pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session:
 
 /// Imports an already parsed body of the given shape.
 pub fn import_value(source: Source, value: &Value, file: &str) -> Result<Imported, CaptureError> {
+    import_sized(source, value, file, false)
+}
+
+/// [`import_value`]; the request's `bytes` (a body's compact size) is counted on another thread
+/// while the history is built when `big` holds (and a thread can be started), on this one after
+/// it otherwise.
+fn import_sized(source: Source, value: &Value, file: &str, big: bool) -> Result<Imported, CaptureError> {
+    let sized = |mut imported: Imported, bytes: &dyn Fn() -> u64| {
+        // The formats whose request is a body as sent (session files have no size).
+        if let Some(r) = imported.request.as_mut().filter(|r| is_body_format(r.format)) {
+            r.bytes = Some(bytes());
+        }
+        imported
+    };
+    let count = || salvage_types::weight::compact_json_len(value);
+    if !big {
+        return import_shape(source, value, file).map(|i| sized(i, &count));
+    }
+    std::thread::scope(|scope| {
+        let counting = std::thread::Builder::new().name("body-size".into()).spawn_scoped(scope, count).ok();
+        let imported = import_shape(source, value, file)?;
+        let counted = counting.and_then(|h| h.join().ok());
+        Ok(sized(imported, &|| counted.unwrap_or_else(count)))
+    })
+}
+
+/// True for the request formats that are bodies as sent.
+fn is_body_format(format: RequestFormat) -> bool {
+    match format {
+        RequestFormat::Openai
+        | RequestFormat::Anthropic
+        | RequestFormat::OpenaiResponses
+        | RequestFormat::Gemini
+        | RequestFormat::Bedrock => true,
+        RequestFormat::Chatcli | RequestFormat::ClaudeCode | RequestFormat::Codex | RequestFormat::Cline => {
+            false
+        }
+    }
+}
+
+/// The importer of `source` over a parsed value.
+fn import_shape(source: Source, value: &Value, file: &str) -> Result<Imported, CaptureError> {
     let cx = Cx { file };
     match source {
         Source::Openai => openai::import(&cx, value),

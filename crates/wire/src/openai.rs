@@ -88,7 +88,7 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
         let path = format!("messages[{i}]");
         history.push(finish(message(cx, m, &path, &mut legacy)?, F, default_template));
     }
-    let request = crate::conv::request_of(F, body, top, &["messages"]);
+    let request = crate::conv::request_of(F, top, &["messages"]);
     Ok(Imported {
         history,
         model: cx.opt_str(top, "model", "")?.map(str::to_string),

@@ -89,7 +89,7 @@ pub(crate) fn import(cx: &Cx<'_>, body: &Value) -> Result<Imported, CaptureError
     if top.get("previous_response_id").is_some_and(Value::is_string) {
         mark_calls_held_upstream(&mut history);
     }
-    let request = crate::conv::request_of(F, body, top, &modeled);
+    let request = crate::conv::request_of(F, top, &modeled);
     Ok(Imported {
         history,
         model: cx.opt_str(top, "model", "")?.map(str::to_string),

@@ -158,7 +158,8 @@ pub(crate) fn finish(
         let mut lens = texts.iter().map(|t| t.len() as u64);
         put_lengths(&mut d.template, &mut lens);
     }
-    d.msg.content = texts.join("\n");
+    // One text (nearly every message) is moved, not copied by a join.
+    d.msg.content = if texts.len() == 1 { texts.pop().unwrap_or_default() } else { texts.join("\n") };
     let (def, def_join) = default(&d.msg);
     if !(def == d.template && def_join == d.join) {
         d.msg.wire = Some(wire(format, d.template, d.join));
@@ -255,8 +256,10 @@ fn split_exact<'a>(content: &'a str, lens: &[Option<u64>]) -> Option<Vec<&'a str
 
 /// Rewrites a message's content text slot by text slot: each segment the template splits the
 /// content into is mapped on its own and the recorded lengths follow, so the rebuilt body still
-/// has one block per segment. A content the template does not split is mapped whole.
-pub fn map_segments(m: &mut Message, mut f: impl FnMut(&str) -> String) {
+/// has one block per segment. A content the template does not split is mapped whole. `f`
+/// answers `None` for a segment it leaves as it is: a content no segment of which changed is
+/// neither copied nor rewritten.
+pub fn map_segments(m: &mut Message, mut f: impl FnMut(&str) -> Option<String>) {
     let lens = m.wire.as_ref().and_then(|w| w.get("m")).map(|t| {
         let mut lens = Vec::new();
         slot_lengths(t, &mut lens);
@@ -267,10 +270,17 @@ pub fn map_segments(m: &mut Message, mut f: impl FnMut(&str) -> String) {
         _ => None,
     };
     let Some(parts) = parts else {
-        m.content = f(&m.content);
+        if let Some(new) = f(&m.content) {
+            m.content = new;
+        }
         return;
     };
-    let mapped: Vec<String> = parts.into_iter().map(&mut f).collect();
+    let mapped: Vec<Option<String>> = parts.iter().map(|p| f(p)).collect();
+    if mapped.iter().all(Option::is_none) {
+        return;
+    }
+    let mapped: Vec<String> =
+        mapped.into_iter().zip(parts).map(|(new, old)| new.unwrap_or_else(|| old.to_string())).collect();
     m.content = mapped.join("\n");
     if let Some(t) = m.wire.as_mut().and_then(|w| w.get_mut("m")) {
         let mut it = mapped.iter().map(|s| s.len() as u64);

@@ -171,3 +171,42 @@ fn malformed_inputs_name_file_and_path() {
         assert!(e.starts_with(want), "got {e:?}, want prefix {want:?}");
     }
 }
+
+/// A body of 4 MB or more has its size counted beside the import (on another thread): the
+/// request still records the exact compact size, through every entry point, in every body format.
+#[test]
+fn a_large_bodys_size_is_counted_exactly() {
+    let text = "a line of a long tool result, with \"quotes\", a tab\t and é\n".repeat(90_000);
+    let bodies = [
+        (
+            Source::Anthropic,
+            serde_json::json!({"model": "m", "max_tokens": 10, "system": "be brief", "messages": [
+                {"role": "user", "content": text},
+                {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+                {"role": "user", "content": "go on"}
+            ]}),
+        ),
+        (
+            Source::Openai,
+            serde_json::json!({"model": "m", "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": text}
+            ]}),
+        ),
+        (Source::Gemini, serde_json::json!({"contents": [{"role": "user", "parts": [{"text": text}]}]})),
+    ];
+    for (source, body) in bodies {
+        let bytes = serde_json::to_vec_pretty(&body).unwrap();
+        assert!(bytes.len() >= 4 << 20, "{source:?}: the body must be large");
+        let size = Some(salvage_types::weight::compact_json_len(&body));
+        assert_eq!(size, Some(serde_json::to_vec(&body).unwrap().len() as u64));
+        let seen = [
+            import(source, &bytes, "big.json").unwrap(),
+            salvage_wire::import_owned(source, bytes.clone(), "big.json").unwrap(),
+            salvage_wire::import_value(source, &body, "big.json").unwrap(),
+        ];
+        for (i, imported) in seen.iter().enumerate() {
+            assert_eq!(imported.request.as_ref().and_then(|r| r.bytes), size, "{source:?}, entry {i}");
+        }
+    }
+}

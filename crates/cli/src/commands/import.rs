@@ -300,6 +300,11 @@ fn write(args: &Args, capture: &Capture, out: &mut Output) -> Outcome {
 
 /// Runs the command.
 pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
+    if !args.no_redact {
+        // The rules compile on the other core while the input is read and parsed (a thread that
+        // cannot start leaves it to the first redaction).
+        let _ = std::thread::Builder::new().name("redact-rules".into()).spawn(salvage_wire::redact::prepare);
+    }
     let (name, bytes) = read_bytes(&args, env)?;
     let source = source(&args, &bytes, &name)?;
     // The bytes are moved into the import and dropped as soon as they are parsed: the capture is

@@ -28,7 +28,9 @@ use std::sync::LazyLock;
 
 #[cfg(test)]
 mod anchor_tests;
+mod history;
 mod rules;
+pub use history::redact_history;
 pub use rules::{Edge, Rule, RULES};
 
 /// Secrets replaced, by kind.
@@ -62,6 +64,12 @@ static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(|| {
         data_url: Regex::new(r"data:[A-Za-z0-9/+.-]+;base64,[A-Za-z0-9+/=]+").ok()?,
     })
 });
+
+/// Compiles the rules now (about 10 ms), so that a caller can have it done on another thread
+/// while it reads its input; redaction compiles them at first use otherwise.
+pub fn prepare() {
+    LazyLock::force(&COMPILED);
+}
 
 /// `text[range]`, or `""` off a char boundary. Every offset used here comes from a regex match or
 /// from stepping over ASCII bytes, so it is always on one; no cut can panic.
@@ -303,7 +311,7 @@ pub fn redact_value(v: &mut Value, counts: &mut Counts) {
 /// left alone.
 pub fn redact_message(m: &mut Message, counts: &mut Counts) {
     // Text slot by text slot, so the provider template still splits the content.
-    crate::shape::map_segments(m, |seg| redact_text(seg, counts));
+    crate::shape::map_segments(m, |seg| redacted(seg, counts));
     for p in &mut m.system_parts {
         p.text = redact_text(&p.text, counts);
     }
@@ -325,13 +333,6 @@ pub fn redact_message(m: &mut Message, counts: &mut Counts) {
     }
     if let Some(w) = &mut m.wire {
         redact_value(w, counts);
-    }
-}
-
-/// Redacts every message of a history.
-pub fn redact_history(history: &mut [Message], counts: &mut Counts) {
-    for m in history {
-        redact_message(m, counts);
     }
 }
 
