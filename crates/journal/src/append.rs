@@ -7,6 +7,7 @@ use crate::fresh::Fresh;
 use crate::hash_chain;
 use crate::messages::{any_redacted, is_redacted, store_message, CCR_OWNER};
 use crate::open::Journal;
+use crate::redact::redact_message;
 use crate::restore::{event_depth, fold, snapshot_interval};
 use crate::snapshot;
 use crate::state::{diff, hex, Delta, MsgHash, State};
@@ -48,6 +49,29 @@ fn session_head(tx: &Connection, session: &str) -> Result<(u64, [u8; 32]), Journ
         .ok_or_else(|| JournalError::NoSession(session.to_string()))?;
     let seq = stored_u64(session, 0, "the session's head_seq", seq)?;
     Ok((seq, stored_hash(session, seq, "the session's head_hash", &hash)?))
+}
+
+/// The session's head as [`session_head`] reads it, and the head event's depth (read in the
+/// same statement: an event appended after the head needs it; `None` before the first event).
+fn session_head_depth(tx: &Connection, session: &str) -> Result<(u64, [u8; 32], Option<u64>), JournalError> {
+    type Head = (i64, Vec<u8>, Option<i64>);
+    let (seq, hash, depth): Head = tx
+        .prepare_cached(
+            "SELECT head_seq, head_hash,
+                    (SELECT depth FROM events AS e WHERE e.session_id = s.id AND e.seq = s.head_seq)
+             FROM sessions AS s WHERE s.id = ?1",
+        )
+        .and_then(|mut st| st.query_row([session], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
+        .map_err(sql("append"))?
+        .ok_or_else(|| JournalError::NoSession(session.to_string()))?;
+    let seq = stored_u64(session, 0, "the session's head_seq", seq)?;
+    let hash = stored_hash(session, seq, "the session's head_hash", &hash)?;
+    let depth = match depth {
+        Some(d) => Some(stored_u64(session, seq, "depth", d)?),
+        None if seq == 0 => None,
+        None => return Err(JournalError::NoEvent { session: session.to_string(), seq }),
+    };
+    Ok((seq, hash, depth))
 }
 
 /// Runs what `begin` asks before the events, inside the transaction.
@@ -207,6 +231,9 @@ fn link_blobs(
     seq: u64,
     e: &NewEvent,
 ) -> Result<(), JournalError> {
+    if e.blobs.is_empty() && e.archive.is_empty() {
+        return Ok(());
+    }
     let ccr = Ccr::new(tx, clock);
     let ccr_err = |x: salvage_ccr::CcrError| JournalError::Invalid(x.to_string());
     let mut keys = e.blobs.clone();
@@ -273,7 +300,7 @@ fn append_one(
     clock: &dyn Clock,
     session: &str,
     cursor: &mut Cursor,
-    mut e: NewEvent,
+    e: &mut NewEvent,
 ) -> Result<Appended, JournalError> {
     let seq = next(session, cursor.seq)?;
     let (parent, mut state, depth) = parent_state(tx, session, seq, e.parent, &mut cursor.state)?;
@@ -310,7 +337,10 @@ fn append_one(
     };
     let hash = hash_chain::link(&cursor.prev_hash, &row);
     insert_event(tx, &row, &cursor.prev_hash, &hash)?;
-    link_blobs(tx, clock, session, seq, &e)?;
+    link_blobs(tx, clock, session, seq, e)?;
+    // Its originals are archived: not held while the rest of the batch appends (a failed append
+    // keeps only what recognises a retry: ids, times, bodies).
+    drop(std::mem::take(&mut e.archive));
     if let Some(w) = &snap {
         snapshot::write(tx, session, seq, w)?;
     }
@@ -337,7 +367,7 @@ impl Journal {
         id: &str,
         title: &str,
         capture: Option<&str>,
-        first: NewEvent,
+        mut first: NewEvent,
     ) -> Result<Appended, JournalError> {
         let exists = self
             .conn()
@@ -363,7 +393,7 @@ impl Journal {
         let mut appended = self.append_tx(
             id,
             Some(0),
-            vec![first],
+            std::slice::from_mut(&mut first),
             Begin::NewSession { title, created: &created, capture },
         )?;
         appended.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
@@ -375,16 +405,22 @@ impl Journal {
         &mut self,
         session: &str,
         expected: Option<u64>,
-        events: Vec<NewEvent>,
+        mut events: Vec<NewEvent>,
     ) -> Result<Vec<Appended>, JournalError> {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        // Idempotent retry: the first id already stored means the whole batch was.
-        if let Some(found) = self.find_event_ids(session, &events)? {
-            return Ok(found);
+        // Idempotent retry: the first id already stored means the whole batch was. A batch whose
+        // first id is stored cannot append (its first event would reuse the id, which the
+        // `events` table refuses), so the lookup waits for a failed append instead of costing
+        // every append a query before it.
+        match self.append_tx(session, expected, &mut events, Begin::Existing) {
+            Ok(appended) => Ok(appended),
+            Err(e) => match self.find_event_ids(session, &events)? {
+                Some(found) => Ok(found),
+                None => Err(e),
+            },
         }
-        self.append_tx(session, expected, events, Begin::Existing)
     }
 
     /// The stored events of a retried batch, or `None` when its first id is new.
@@ -436,7 +472,7 @@ impl Journal {
         &mut self,
         session: &str,
         expected: Option<u64>,
-        events: Vec<NewEvent>,
+        events: &mut [NewEvent],
         what: Begin<'_>,
     ) -> Result<Vec<Appended>, JournalError> {
         let cached = self.head.remove(session);
@@ -451,7 +487,7 @@ impl Journal {
             .map_err(sql("append"))?;
         let first = events.first().ok_or_else(|| JournalError::Invalid("no event to append".into()))?;
         begin(&tx, clock.as_ref(), session, what, first)?;
-        let (head_seq, head_hash) = session_head(&tx, session)?;
+        let (head_seq, head_hash, head_depth) = session_head_depth(&tx, session)?;
         if let Some(exp) = expected.filter(|e| *e != head_seq) {
             return Err(JournalError::Conflict {
                 session: session.to_string(),
@@ -467,13 +503,13 @@ impl Journal {
         let mut cursor = Cursor {
             seq: head_seq,
             prev_hash: head_hash,
-            state: (head_seq, state, None),
+            state: (head_seq, state, head_depth),
             last,
             fresh: Fresh::default(),
             redactions: any_redacted(&tx)?,
         };
         let mut appended = Vec::with_capacity(events.len());
-        for e in events {
+        for e in events.iter_mut() {
             appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e)?);
         }
         tx.prepare_cached("UPDATE sessions SET head_seq = ?1, head_hash = ?2 WHERE id = ?3")
@@ -531,59 +567,11 @@ impl Journal {
         &mut self,
         session: &str,
         redactions: &[(MsgHash, Message)],
-        event: NewEvent,
+        mut event: NewEvent,
     ) -> Result<Appended, JournalError> {
         let v = self.version(session)?;
-        let mut out = self.append_tx(session, Some(v), vec![event], Begin::Redact(redactions))?;
+        let mut out =
+            self.append_tx(session, Some(v), std::slice::from_mut(&mut event), Begin::Redact(redactions))?;
         out.pop().ok_or_else(|| JournalError::Invalid("no event appended".into()))
     }
-}
-
-/// Replaces one stored message's content with `replacement`, keeping its hash (the history states
-/// that list it then restore the replacement), and records it in `message_redactions`. A message
-/// archived in CCR has its blob cleared too. `secure_delete` zeroes the old bytes in the file.
-fn redact_message(
-    tx: &Connection,
-    clock: &dyn Clock,
-    session: &str,
-    seq: u64,
-    at: &str,
-    hash: &MsgHash,
-    replacement: &Message,
-) -> Result<(), JournalError> {
-    let h = hex(hash);
-    // Only a message this session's history holds (a delta inserted it).
-    let pattern = format!("%\"{h}\"%");
-    let referenced = tx
-        .prepare_cached("SELECT 1 FROM events WHERE session_id = ?1 AND CAST(delta AS TEXT) LIKE ?2 LIMIT 1")
-        .and_then(|mut st| st.exists(params![session, pattern]))
-        .map_err(sql("redact"))?;
-    if !referenced {
-        return Err(JournalError::Invalid(format!("session {session}: no event holds message {h}")));
-    }
-    let key: Option<Option<Vec<u8>>> = tx
-        .query_row("SELECT ccr_key FROM messages WHERE hash = ?1", [&hash[..]], |r| r.get(0))
-        .optional()
-        .map_err(sql("redact"))?;
-    let Some(key) = key else {
-        return Err(JournalError::Invalid(format!("message {h}: not stored")));
-    };
-    if let Some(k) = key {
-        let k = stored_hash(session, seq, "messages.ccr_key", &k)?;
-        match Ccr::new(tx, clock).redact(&hex(&k)) {
-            Ok(_) | Err(salvage_ccr::CcrError::NotFound { .. }) => {}
-            Err(e) => return Err(JournalError::Invalid(e.to_string())),
-        }
-    }
-    let json = serde_json::to_vec(replacement).map_err(|e| JournalError::Invalid(e.to_string()))?;
-    tx.execute("UPDATE messages SET body = ?1, ccr_key = NULL WHERE hash = ?2", params![json, &hash[..]])
-        .map_err(sql("redact"))?;
-    // Snapshots hold the old content in their materialised histories: drop them.
-    snapshot::drop_holding(tx, hash)?;
-    tx.execute(
-        "INSERT OR REPLACE INTO message_redactions (hash, session_id, seq, redacted_at) VALUES (?1, ?2, ?3, ?4)",
-        params![&hash[..], session, i(seq), at],
-    )
-    .map_err(sql("redact"))?;
-    Ok(())
 }

@@ -176,29 +176,25 @@ pub(crate) fn build(
     fresh: &HashMap<MsgHash, Vec<u8>>,
 ) -> Result<(Written, Last), JournalError> {
     let read_back;
-    let base = match last {
-        Some(l) => Some(l.clone()),
+    let base: Option<(u64, &[MsgHash], usize)> = match last {
+        Some(l) => Some((l.seq, &l.history, l.rows)),
         None => {
             read_back = latest(conn, session, seq)?;
-            read_back.as_ref().map(|r| Last {
-                seq: r.seq,
-                history: r.state.history.clone(),
-                rows: r.rows.len(),
-            })
+            read_back.as_ref().map(|r| (r.seq, r.state.history.as_slice(), r.rows.len()))
         }
     };
-    let base = base.filter(|b| b.seq < seq && state.history.starts_with(&b.history));
+    let base = base.filter(|(at, history, _)| *at < seq && state.history.starts_with(history));
     let (mut history, from, rows) = match base {
-        Some(b) if b.rows < MAX_CHAIN => {
-            (packed::header(Some(b.seq)), b.history.len(), b.rows.saturating_add(1))
+        Some((at, b_history, b_rows)) if b_rows < MAX_CHAIN => {
+            (packed::header(Some(at)), b_history.len(), b_rows.saturating_add(1))
         }
-        Some(b) => match read(conn, session, b.seq)? {
-            Some(r) if r.state.history == b.history && r.rows.iter().all(|h| packed::is_packed(h)) => {
+        Some((at, b_history, _)) => match read(conn, session, at)? {
+            Some(r) if r.state.history == b_history && r.rows.iter().all(|h| packed::is_packed(h)) => {
                 let mut whole = packed::header(None);
                 for h in &r.rows {
                     whole.extend_from_slice(packed::body(h));
                 }
-                (whole, b.history.len(), 1)
+                (whole, b_history.len(), 1)
             }
             _ => (packed::header(None), 0, 1),
         },
@@ -208,8 +204,7 @@ pub(crate) fn build(
     history.extend_from_slice(&packed_messages(conn, session, seq, tail, fresh)?);
     // A delta's state lists only the hashes after its base; a whole row's, all of them.
     let listed = if rows > 1 { tail } else { state.history.as_slice() };
-    let row_state = State { history: listed.to_vec(), ..state.clone() };
-    let row_state = serde_json::to_vec(&row_state).map_err(|e| JournalError::Invalid(e.to_string()))?;
+    let row_state = state.to_json_listing(listed).map_err(|e| JournalError::Invalid(e.to_string()))?;
     let hash = digest(&row_state, &history);
     let last = Last { seq, history: state.history.clone(), rows };
     Ok((Written { state: row_state, history, hash }, last))

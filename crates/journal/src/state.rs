@@ -130,6 +130,51 @@ pub struct State {
     pub checkpoints: Vec<(String, u64)>,
 }
 
+/// [`State`] as serialized, its history borrowed: a snapshot row lists only part of the history
+/// and is written without a copy of the state. Same fields, names and order as [`State`].
+#[derive(Serialize)]
+struct Listing<'a> {
+    #[serde(serialize_with = "hashes::serialize")]
+    history: &'a [MsgHash],
+    cap: &'a Option<u64>,
+    notice_injected: bool,
+    compactions: u64,
+    level3: u64,
+    summarizer: &'a Cost,
+    context_edits: u64,
+    undo: &'a [u64],
+    checkpoints: &'a [(String, u64)],
+}
+
+impl State {
+    /// The JSON of this state with `history` listed in place of its own (exactly what
+    /// `serde_json::to_vec` writes for the state with that history).
+    pub(crate) fn to_json_listing(&self, history: &[MsgHash]) -> serde_json::Result<Vec<u8>> {
+        let State {
+            history: _,
+            cap,
+            notice_injected,
+            compactions,
+            level3,
+            summarizer,
+            context_edits,
+            undo,
+            checkpoints,
+        } = self;
+        serde_json::to_vec(&Listing {
+            history,
+            cap,
+            notice_injected: *notice_injected,
+            compactions: *compactions,
+            level3: *level3,
+            summarizer,
+            context_edits: *context_edits,
+            undo,
+            checkpoints,
+        })
+    }
+}
+
 mod hashes {
     use super::MsgHash;
     use serde::{Deserializer, Serializer};
@@ -338,6 +383,26 @@ mod tests {
             let mut s = State { history: a.clone(), ..State::default() };
             s.apply("s", 2, Some(1), &EventBody::MessageAppended { count: 0 }, Some(&d)).unwrap();
             assert_eq!(s.history, b);
+        }
+    }
+
+    #[test]
+    fn a_listing_is_the_json_of_the_state_with_that_history() {
+        // Every field away from its default, so a field left out or reordered shows.
+        let state = State {
+            history: vec![h(1), h(2), h(3)],
+            cap: Some(7),
+            notice_injected: true,
+            compactions: 2,
+            level3: 1,
+            summarizer: Cost { calls: 1, input_tokens: 2, output_tokens: 3 },
+            context_edits: 4,
+            undo: vec![5, 6],
+            checkpoints: vec![("a".into(), 3)],
+        };
+        for listed in [&state.history[..], &state.history[1..], &[][..]] {
+            let want = serde_json::to_vec(&State { history: listed.to_vec(), ..state.clone() }).unwrap();
+            assert_eq!(state.to_json_listing(listed).unwrap(), want);
         }
     }
 }
