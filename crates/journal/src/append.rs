@@ -11,8 +11,9 @@ use crate::redact::redact_message;
 use crate::restore::{event_depth, fold, snapshot_interval};
 use crate::snapshot;
 use crate::state::{diff, hex, Delta, MsgHash, State};
+use crate::write_tx::WriteTx;
 use chrono::{DateTime, Utc};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use salvage_ccr::{Ccr, Clock};
 use salvage_types::event::EventBody;
 use salvage_types::Message;
@@ -480,11 +481,7 @@ impl Journal {
         // redaction (which drops the rows holding the redacted messages).
         let last = self.snapshots.remove(session).filter(|_| matches!(what, Begin::Existing));
         let clock = self.clock.clone();
-        let tx = self
-            .store
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql("append"))?;
+        let tx = WriteTx::begin(self.store.conn())?;
         let first = events.first().ok_or_else(|| JournalError::Invalid("no event to append".into()))?;
         begin(&tx, clock.as_ref(), session, what, first)?;
         let (head_seq, head_hash, head_depth) = session_head_depth(&tx, session)?;
@@ -515,7 +512,7 @@ impl Journal {
         tx.prepare_cached("UPDATE sessions SET head_seq = ?1, head_hash = ?2 WHERE id = ?3")
             .and_then(|mut st| st.execute(params![i(cursor.seq), &cursor.prev_hash[..], session]))
             .map_err(sql("append"))?;
-        tx.commit().map_err(sql("append"))?;
+        tx.commit()?;
         let (seq, state, _) = cursor.state;
         self.head.insert(session.to_string(), (seq, state));
         if let Some(last) = cursor.last {

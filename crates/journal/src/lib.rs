@@ -48,6 +48,7 @@ pub(crate) mod snapshot;
 pub(crate) mod snapshot_audit;
 pub mod state;
 pub mod verify;
+mod write_tx;
 
 pub use error::JournalError;
 pub use event::{rfc3339, Appended, HistoryChange, NewEvent, Parent, StoredEvent};
