@@ -67,11 +67,9 @@ fn session_head_depth(tx: &Connection, session: &str) -> Result<(u64, [u8; 32], 
         .ok_or_else(|| JournalError::NoSession(session.to_string()))?;
     let seq = stored_u64(session, 0, "the session's head_seq", seq)?;
     let hash = stored_hash(session, seq, "the session's head_hash", &hash)?;
-    let depth = match depth {
-        Some(d) => Some(stored_u64(session, seq, "depth", d)?),
-        None if seq == 0 => None,
-        None => return Err(JournalError::NoEvent { session: session.to_string(), seq }),
-    };
+    // A head without its event row is left to the event's own lookup, which reports it when an
+    // event continues the head.
+    let depth = depth.map(|d| stored_u64(session, seq, "depth", d)).transpose()?;
     Ok((seq, hash, depth))
 }
 
