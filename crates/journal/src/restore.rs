@@ -6,7 +6,7 @@ use crate::event::{decode, event_from_row, StoredEvent, EVENT_COLUMNS};
 use crate::messages::{assemble, load_messages};
 use crate::open::Journal;
 use crate::snapshot;
-use crate::state::{Delta, MsgHash, State, REDUCER_VERSION};
+use crate::state::{Delta, MsgHash, State};
 use rusqlite::{params, Connection, OptionalExtension};
 use salvage_types::event::EventBody;
 use salvage_types::Message;
@@ -76,22 +76,6 @@ fn decode_link(session: &str, seq: u64, (parent, body, delta): EventRow) -> Resu
 /// The most rows of other branches a range read of a chain passes over before it leaves the rest
 /// of the chain to one read per event.
 const MAX_SKIPPED: usize = 64;
-
-/// The seq of the latest snapshot row at or before `seq` (of any branch), if any.
-fn latest_snapshot_at_or_before(
-    conn: &Connection,
-    session: &str,
-    seq: u64,
-) -> Result<Option<u64>, JournalError> {
-    let at: Option<i64> = conn
-        .prepare_cached(
-            "SELECT seq FROM snapshots WHERE session_id = ?1 AND seq <= ?2 AND reducer_version = ?3
-             ORDER BY seq DESC LIMIT 1",
-        )
-        .and_then(|mut st| st.query_row(params![session, i(seq), REDUCER_VERSION], |r| r.get(0)).optional())
-        .map_err(sql("restore"))?;
-    at.map(|a| stored_u64(session, seq, "snapshots.seq", a)).transpose()
-}
 
 /// The links of the chain from `seq` down to (not including) `floor` — the latest snapshot row
 /// at or before `seq` (0 without one), so no event of that stretch has one — read in one scan of the events
@@ -170,7 +154,7 @@ fn fold_from(
     let mut chain: Vec<Link> = Vec::new();
     // Without a snapshot row (or when reading none) the scan runs down to the root (seq 0 is no
     // event) or the cached state.
-    let floor = if snapshots { latest_snapshot_at_or_before(conn, session, seq)?.unwrap_or(0) } else { 0 };
+    let floor = if snapshots { snapshot::latest_seq(conn, session, seq)?.unwrap_or(0) } else { 0 };
     let mut cur = links_above(conn, session, seq, floor, cached.map(|c| c.0), &mut chain)?;
     let mut base = State::default();
     let mut from = None;

@@ -37,7 +37,7 @@
 //! unvouched state snapshots written before). Rows of reducer version 1 listed every hash in every
 //! row; version 2 rows list only their own, and the version-1 rows of an older file are ignored.
 
-use crate::error::{i, sql, stored_hash, JournalError};
+use crate::error::{i, sql, stored_hash, stored_u64, JournalError};
 use crate::messages::{fetch_raw, is_redacted, message_hash};
 use crate::packed;
 use crate::state::{hex, MsgHash, State, REDUCER_VERSION};
@@ -140,10 +140,8 @@ pub(crate) struct Last {
     pub rows: usize,
 }
 
-/// The latest verified snapshot of the session at or before `seq` (a row that fails its check,
-/// or whose chain is cut short, is not used: verify reports the first; the new snapshot is then
-/// built whole).
-fn latest(conn: &Connection, session: &str, seq: u64) -> Result<Option<Read>, JournalError> {
+/// The seq of the latest snapshot row at or before `seq` (of any branch), if any.
+pub(crate) fn latest_seq(conn: &Connection, session: &str, seq: u64) -> Result<Option<u64>, JournalError> {
     let at: Option<i64> = conn
         .prepare_cached(
             "SELECT seq FROM snapshots WHERE session_id = ?1 AND seq <= ?2 AND reducer_version = ?3
@@ -151,7 +149,20 @@ fn latest(conn: &Connection, session: &str, seq: u64) -> Result<Option<Read>, Jo
         )
         .and_then(|mut st| st.query_row(params![session, i(seq), REDUCER_VERSION], |r| r.get(0)).optional())
         .map_err(sql("snapshot"))?;
-    let Some(at) = at.and_then(|a| u64::try_from(a).ok()) else { return Ok(None) };
+    at.map(|a| stored_u64(session, seq, "snapshots.seq", a)).transpose()
+}
+
+/// The latest verified snapshot of the session at or before `seq` (a row that fails its check,
+/// or whose chain is cut short, is not used: verify reports the first; the new snapshot is then
+/// built whole).
+fn latest(conn: &Connection, session: &str, seq: u64) -> Result<Option<Read>, JournalError> {
+    let at = match latest_seq(conn, session, seq) {
+        Ok(at) => at,
+        // A row whose seq is out of range is not used: the new snapshot is built whole.
+        Err(JournalError::Corrupt { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    let Some(at) = at else { return Ok(None) };
     match read(conn, session, at) {
         // Only a format-2 chain is extended; any other latest row makes the next one whole.
         Ok(r) => Ok(r.filter(|r| r.rows.iter().all(|h| packed::is_packed(h)))),

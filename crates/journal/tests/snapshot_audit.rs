@@ -121,6 +121,23 @@ fn first_bad(path: &Path) -> Option<(u64, String)> {
     j.verify(None).unwrap().bad.first().map(|b| (b.seq, b.problem.clone()))
 }
 
+/// An honest file, its second snapshot's seq, and that row's stored state and history.
+fn honest_file() -> (tempfile::TempDir, std::path::PathBuf, i64, Vec<u8>, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("j.db");
+    build(&p);
+    let seq = second_snapshot(&p);
+    let (state, history) = snapshot_row(&p, seq);
+    (dir, p, seq, state, history)
+}
+
+/// The problem verify reports first, which must be at the forged snapshot's event.
+fn reported_at(path: &Path, seq: i64) -> String {
+    let (bad, problem) = first_bad(path).expect("verify reports the forged snapshot");
+    assert_eq!(i64::try_from(bad).unwrap(), seq, "{problem}");
+    problem
+}
+
 fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     let at = hay.windows(from.len()).position(|w| w == from).expect("the row holds the bytes");
     let mut out = hay.to_vec();
@@ -130,11 +147,7 @@ fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 
 #[test]
 fn a_snapshot_built_from_a_wrong_message_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("j.db");
-    build(&p);
-    let seq = second_snapshot(&p);
-    let (state, history) = snapshot_row(&p, seq);
+    let (_dir, p, seq, state, history) = honest_file();
     // The writer packed another text than the stored message's (same length, valid MessagePack).
     let forged = replace(&history, b"message 100", b"message 1OO");
     rewrite_snapshot(&p, seq, &state, &forged);
@@ -144,18 +157,13 @@ fn a_snapshot_built_from_a_wrong_message_is_reported() {
         through.history.iter().any(|m| m.content == "message 1OO"),
         "the restore returns the forged text"
     );
-    let (bad, problem) = first_bad(&p).expect("verify reports the forged snapshot");
-    assert_eq!(i64::try_from(bad).unwrap(), seq, "{problem}");
+    let problem = reported_at(&p, seq);
     assert!(problem.contains("differs from the stored messages"), "{problem}");
 }
 
 #[test]
 fn a_snapshot_built_from_a_wrong_state_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("j.db");
-    build(&p);
-    let seq = second_snapshot(&p);
-    let (state, history) = snapshot_row(&p, seq);
+    let (_dir, p, seq, state, history) = honest_file();
     // The writer recorded a cap the events never learned.
     let mut v: serde_json::Value = serde_json::from_slice(&state).unwrap();
     assert!(v["cap"].is_null());
@@ -163,18 +171,13 @@ fn a_snapshot_built_from_a_wrong_state_is_reported() {
     rewrite_snapshot(&p, seq, &serde_json::to_vec(&v).unwrap(), &history);
     let j = Journal::open(&p, &Options::default()).unwrap();
     assert_eq!(j.state_at("s", u64::try_from(seq).unwrap()).unwrap().cap, Some(12345));
-    let (bad, problem) = first_bad(&p).expect("verify reports the forged snapshot");
-    assert_eq!(i64::try_from(bad).unwrap(), seq, "{problem}");
+    let problem = reported_at(&p, seq);
     assert!(problem.contains("events' fold: cap"), "{problem}");
 }
 
 #[test]
 fn a_snapshot_extending_the_wrong_base_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("j.db");
-    build(&p);
-    let seq = second_snapshot(&p);
-    let (state, history) = snapshot_row(&p, seq);
+    let (_dir, p, seq, state, history) = honest_file();
     // The writer extended the right base but listed and packed only the last of the messages
     // added since it: the row is well formed, and its history is short.
     let mut v: serde_json::Value = serde_json::from_slice(&state).unwrap();
@@ -195,8 +198,7 @@ fn a_snapshot_extending_the_wrong_base_is_reported() {
         j.view_at("s", n).unwrap().history.len() < usize::try_from(n).unwrap() - 1,
         "the restore is short"
     );
-    let (bad, problem) = first_bad(&p).expect("verify reports the forged snapshot");
-    assert_eq!(i64::try_from(bad).unwrap(), seq, "{problem}");
+    let problem = reported_at(&p, seq);
     assert!(problem.contains("events' fold: history"), "{problem}");
 }
 
