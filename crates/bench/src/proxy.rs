@@ -17,6 +17,8 @@ struct Rig {
     _rt_proxy: tokio::runtime::Runtime,
     upstream: SocketAddr,
     proxy: SocketAddr,
+    /// A bare TCP byte pump to the same upstream on the proxy's runtime (see [`byte_pump`]).
+    pump: SocketAddr,
     handle: Proxy,
     _dir: tempfile::TempDir,
 }
@@ -47,7 +49,40 @@ fn rig(journaling: bool) -> anyhow::Result<Rig> {
     let addr = listener.local_addr()?;
     let served = proxy.clone();
     rt_proxy.spawn(async move { served.serve(listener).await });
-    Ok(Rig { _rt_up: rt_up, _rt_proxy: rt_proxy, upstream: up.addr, proxy: addr, handle: proxy, _dir: dir })
+    let pump = rt_proxy.block_on(byte_pump(up.addr))?;
+    Ok(Rig {
+        _rt_up: rt_up,
+        _rt_proxy: rt_proxy,
+        upstream: up.addr,
+        proxy: addr,
+        pump,
+        handle: proxy,
+        _dir: dir,
+    })
+}
+
+/// The least work any relay between a client and `upstream` can do, started on the current
+/// runtime: each accepted connection gets its own upstream connection and the bytes are copied
+/// both ways through 64 KB buffers (`tokio::io::copy_bidirectional_with_sizes`: the default 8 KB
+/// would cost the pump more reads than the proxy makes), with no HTTP parsed, no header touched and nothing
+/// recorded. Its throughput against a direct connection is the ceiling of every HTTP proxy on
+/// this machine, `salvage proxy` included: the information row that says how much of the relay's
+/// cost is the extra hop itself.
+async fn byte_pump(upstream: SocketAddr) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(mut up) = tokio::net::TcpStream::connect(upstream).await else { return };
+                let _ = (client.set_nodelay(true), up.set_nodelay(true));
+                // The pump ends when either side closes; how it ended is the client's to see.
+                let _ =
+                    tokio::io::copy_bidirectional_with_sizes(&mut client, &mut up, 64 << 10, 64 << 10).await;
+            });
+        }
+    });
+    Ok(addr)
 }
 
 /// An Anthropic Messages body of about `size` bytes.
@@ -154,6 +189,7 @@ pub fn run(plan: &Plan) -> anyhow::Result<Vec<Row>> {
             let n = if size >= 1_000_000 { n_lat / 4 } else { n_lat };
             rows.push(latency(&rig, &case, n)?);
             rows.push(relay_throughput(&relay, plan, &case)?);
+            rows.push(pump_throughput(&relay, plan, &case)?);
             rows.push(journaled_throughput(&rig, plan, &case)?);
         }
     }
@@ -257,6 +293,35 @@ fn relay_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row
             mb / pair.ours.as_secs_f64(),
             mb / pair.baseline.as_secs_f64(),
             per_request(cpu_proxy.get()),
+            per_request(cpu_direct.get())
+        ),
+    ))
+}
+
+/// The bare byte pump's throughput against the same bursts sent directly (information: the
+/// ceiling of any relay here, see [`byte_pump`]).
+fn pump_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row> {
+    let (cpu_direct, cpu_pump) = (std::cell::Cell::default(), std::cell::Cell::default());
+    let rounds = plan.rounds.clamp(3, 5);
+    let pair = try_interleave(
+        rounds,
+        || on_cpu(&cpu_direct, || case.burst(relay.upstream)),
+        || on_cpu(&cpu_pump, || case.burst(relay.pump)),
+    )?;
+    let (n, _) = case.sent();
+    let per_request = |cpu: Duration| ms(cpu) / (n * (rounds + 1) as f64);
+    Ok(Row::info(
+        &format!(
+            "bare TCP byte pump (no HTTP: the floor of any relay), {} requests, {} answer, 4 connections",
+            case.label, case.kind
+        ),
+        "direct connection",
+        pair.speed_ratio(),
+        format!(
+            "{:.0} vs {:.0} req/s; CPU per request {:.2} vs {:.2} ms",
+            n / pair.ours.as_secs_f64(),
+            n / pair.baseline.as_secs_f64(),
+            per_request(cpu_pump.get()),
             per_request(cpu_direct.get())
         ),
     ))
