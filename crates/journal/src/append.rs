@@ -479,7 +479,7 @@ impl Journal {
         // redaction (which drops the rows holding the redacted messages).
         let last = self.snapshots.remove(session).filter(|_| matches!(what, Begin::Existing));
         let clock = self.clock.clone();
-        let tx = WriteTx::begin(self.store.conn())?;
+        let tx = WriteTx::begin(&self.store)?;
         let first = events.first().ok_or_else(|| JournalError::Invalid("no event to append".into()))?;
         begin(&tx, clock.as_ref(), session, what, first)?;
         let (head_seq, head_hash, head_depth) = session_head_depth(&tx, session)?;

@@ -2,20 +2,28 @@
 
 use crate::error::{sql, JournalError};
 use rusqlite::Connection;
+use salvage_store::{GateTurn, Store};
 
 /// An append's `BEGIN IMMEDIATE` transaction, begun and committed by cached statements (a durable
 /// append of one event is a few statements: parsing `BEGIN` and `COMMIT` again at every call
-/// showed in its profile). Rolled back when dropped uncommitted.
+/// showed in its profile). Rolled back when dropped uncommitted. It holds this process's turn at
+/// writing the file ([`Store::write_turn`]) from before `BEGIN` to after the commit or rollback,
+/// so another writer of this process waiting for it is woken at once instead of sleeping.
 pub(crate) struct WriteTx<'c> {
     conn: &'c Connection,
     open: bool,
+    // Dropped after `Drop::drop` has rolled back: the turn ends with the transaction.
+    _turn: GateTurn,
 }
 
 impl<'c> WriteTx<'c> {
-    /// Begins the transaction (waiting for the write lock as the busy timeout allows).
-    pub(crate) fn begin(conn: &'c Connection) -> Result<WriteTx<'c>, JournalError> {
+    /// Begins the transaction (waiting for this process's other writers, then for the write
+    /// lock, as the busy timeout allows).
+    pub(crate) fn begin(store: &'c Store) -> Result<WriteTx<'c>, JournalError> {
+        let turn = store.write_turn();
+        let conn = store.conn();
         conn.prepare_cached("BEGIN IMMEDIATE").and_then(|mut st| st.execute([])).map_err(sql("append"))?;
-        Ok(WriteTx { conn, open: true })
+        Ok(WriteTx { conn, open: true, _turn: turn })
     }
 
     /// Commits it.

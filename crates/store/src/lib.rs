@@ -14,11 +14,13 @@
 
 mod busy;
 mod error;
+mod gate;
 mod identity;
 mod migrations;
 mod wal;
 
 pub use error::StoreError;
+pub use gate::{GateTurn, WriteGate};
 pub use migrations::{latest_version, Migration, MIGRATIONS};
 
 use identity::{check_wal_identity, inspect, Found};
@@ -78,6 +80,9 @@ impl Options {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The turn-taking of this process's writers of the file (`None`: reads only, in memory).
+    gate: Option<std::sync::Arc<WriteGate>>,
+    busy_timeout: Duration,
 }
 
 impl std::fmt::Debug for Store {
@@ -124,7 +129,7 @@ impl Store {
             // A reader maps the file instead of reading it a page at a time: a restore reads a
             // snapshot's megabytes as overflow pages, one `pread` each without it.
             conn.pragma_update(None, "mmap_size", READER_MMAP).map_err(setting("mmap_size"))?;
-            return Ok(Store { conn, path });
+            return Ok(Store { conn, path, gate: None, busy_timeout: options.busy_timeout });
         }
         // The inspecting connection is closed (`filter` dropped it): walk the `-wal` before one
         // that can write opens.
@@ -133,7 +138,8 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&path, flags)
             .map_err(|source| StoreError::Open { path: path.clone(), source })?;
-        let store = Store { conn, path };
+        let gate = gate::gate_of(&path);
+        let store = Store { conn, path, gate, busy_timeout: options.busy_timeout };
         store.configure(options)?;
         store.migrate(target)?;
         store.ensure_identity()?;
@@ -145,7 +151,7 @@ impl Store {
         let path = PathBuf::from(":memory:");
         let conn =
             Connection::open_in_memory().map_err(|source| StoreError::Open { path: path.clone(), source })?;
-        let store = Store { conn, path };
+        let store = Store { conn, path, gate: None, busy_timeout: Options::default().busy_timeout };
         store.conn.pragma_update(None, "foreign_keys", "ON").map_err(|source| StoreError::Setting {
             path: store.path.clone(),
             setting: "foreign_keys",
@@ -268,6 +274,15 @@ impl Store {
     /// The connection, mutably (for transactions).
     pub fn conn_mut(&mut self) -> &mut Connection {
         &mut self.conn
+    }
+
+    /// Waits for this process's other writers of the same file (see [`WriteGate`]), at most the
+    /// busy timeout; hold the turn from before `BEGIN IMMEDIATE` to after the commit or rollback.
+    pub fn write_turn(&self) -> GateTurn {
+        match &self.gate {
+            Some(g) => g.enter(self.busy_timeout),
+            None => GateTurn::none(),
+        }
     }
 
     /// The file's path (`:memory:` for an in-memory store).
