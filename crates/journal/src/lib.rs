@@ -42,6 +42,7 @@ pub mod messages;
 pub mod open;
 pub mod otlp;
 pub(crate) mod packed;
+pub(crate) mod read_tx;
 mod redact;
 pub mod restore;
 pub(crate) mod snapshot;

@@ -5,6 +5,7 @@ use crate::error::{i, sql, stored_u64, JournalError};
 use crate::event::{decode, event_from_row, StoredEvent, EVENT_COLUMNS};
 use crate::messages::{assemble, load_messages};
 use crate::open::Journal;
+use crate::read_tx::ReadTx;
 use crate::snapshot;
 use crate::state::{Delta, MsgHash, State};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -240,8 +241,10 @@ impl Journal {
 
     /// The exact state, history included, after event `seq`.
     pub fn view_at(&self, session: &str, seq: u64) -> Result<View, JournalError> {
+        let tx = ReadTx::begin(self.conn())?;
         let (state, snap) = fold_from(self.conn(), session, seq, None, true)?;
         let history = history_from(self.conn(), session, seq, &state.history, snap, self.decode_threads)?;
+        tx.end()?;
         Ok(View { seq, history, state })
     }
 

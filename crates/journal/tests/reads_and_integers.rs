@@ -150,3 +150,24 @@ fn corrupt_integers_are_errors_naming_the_session_and_event() {
     assert_eq!(bad.seq, 8, "{bad:?}");
     assert!(bad.problem.contains("depth"), "{bad:?}");
 }
+
+#[test]
+fn a_restore_ends_the_read_transaction_it_begins_and_leaves_the_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("j.db");
+    build(&p, 1_000);
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    assert_eq!(j.view_at("s", 12).unwrap().history.len(), 11);
+    assert!(j.conn().is_autocommit(), "a restore left its transaction open");
+    assert!(matches!(j.view_at("s", 99), Err(JournalError::NoEvent { seq: 99, .. })));
+    assert!(j.conn().is_autocommit(), "a failed restore left its transaction open");
+    // The handle still writes after both.
+    let e = NewEvent::new("s-12", ts(12), EventBody::MessageAppended { count: 1 })
+        .with_history(HistoryChange::Append(vec![Message::user("after")]));
+    j.append("s", None, vec![e]).unwrap();
+    // Inside a caller's transaction, the restore reads in it and leaves it open.
+    j.conn().execute_batch("BEGIN").unwrap();
+    assert_eq!(j.view_at("s", 13).unwrap().history.len(), 12);
+    assert!(!j.conn().is_autocommit(), "a restore ended its caller's transaction");
+    j.conn().execute_batch("COMMIT").unwrap();
+}
