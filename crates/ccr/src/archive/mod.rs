@@ -45,6 +45,23 @@ fn short_of(p: &KeyPrefix) -> &str {
     p.as_str().get(..MARKER_HEX_LEN).unwrap_or(p.as_str())
 }
 
+/// The smallest and the largest key whose first 16 hex characters are `short`: the range of the
+/// unique key index a marker key names (no index of its own: migration 0006). A `short` that is
+/// not 16 hex characters gives an empty range.
+fn key_range(short: &str) -> (CcrKey, CcrKey) {
+    let hex = short.len() == MARKER_HEX_LEN && short.bytes().all(|b| b.is_ascii_hexdigit());
+    match u64::from_str_radix(short, 16).ok().filter(|_| hex) {
+        Some(p) => {
+            let (mut lo, mut hi) = ([0u8; 32], [0xffu8; 32]);
+            for (l, (h, b)) in lo.iter_mut().zip(hi.iter_mut().zip(p.to_be_bytes())) {
+                (*l, *h) = (b, b);
+            }
+            (CcrKey(lo), CcrKey(hi))
+        }
+        None => (CcrKey([0xff; 32]), CcrKey([0; 32])),
+    }
+}
+
 /// A row read by `get`: its id and access time, and its decoded, verified content.
 struct Opened {
     id: i64,
@@ -169,10 +186,11 @@ impl<'c> Ccr<'c> {
     fn by_short(&self, short: &str) -> Result<Vec<(i64, CcrKey)>, CcrError> {
         let mut st = self
             .conn
-            .prepare_cached("SELECT id, key FROM ccr_blobs WHERE short = ?1")
+            .prepare_cached("SELECT id, key FROM ccr_blobs WHERE key BETWEEN ?1 AND ?2")
             .map_err(sql("lookup"))?;
+        let (lo, hi) = key_range(short);
         let rows = st
-            .query_map([short], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
+            .query_map(params![&lo.0[..], &hi.0[..]], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
             .map_err(sql("lookup"))?;
         let mut out = Vec::new();
         for row in rows {
@@ -209,10 +227,11 @@ impl<'c> Ccr<'c> {
         let mut st = self
             .conn
             .prepare_cached(
-                "SELECT key, id, codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE short = ?1",
+                "SELECT key, id, codec, raw_len, data, last_access, redacted_at FROM ccr_blobs WHERE key BETWEEN ?1 AND ?2",
             )
             .map_err(sql("get"))?;
-        let mut rows = st.query([short_of(&p)]).map_err(sql("get"))?;
+        let (lo, hi) = key_range(short_of(&p));
+        let mut rows = st.query(params![&lo.0[..], &hi.0[..]]).map_err(sql("get"))?;
         let mut hit: Option<Opened> = None;
         let mut candidates: Vec<String> = Vec::new();
         while let Some(r) = rows.next().map_err(sql("get"))? {
@@ -322,5 +341,25 @@ impl<'c> Ccr<'c> {
                     }
                 })
         })
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    #[test]
+    fn the_range_of_a_marker_key_holds_exactly_the_keys_it_prefixes() {
+        let k = CcrKey::of(b"some original");
+        let (lo, hi) = key_range(&k.short());
+        assert!(lo.0 <= k.0 && k.0 <= hi.0);
+        assert_eq!((&lo.0[..8], &hi.0[..8]), (&k.0[..8], &k.0[..8]));
+        assert!(lo.0[8..].iter().all(|b| *b == 0) && hi.0[8..].iter().all(|b| *b == 0xff));
+        // Upper case names the same range; anything else names none.
+        assert_eq!(key_range(&k.short().to_uppercase()), (lo, hi));
+        for bad in ["", "0123", "+123456789abcdef", "0123456789abcdefg", "0123456789abcdeg"] {
+            let (lo, hi) = key_range(bad);
+            assert!(lo.0 > hi.0, "{bad:?} named a range");
+        }
     }
 }
