@@ -245,6 +245,10 @@ impl Driver<'_> {
                 self.digest.extend(&m);
                 HistoryChange::Append(m)
             }
+            Change::Lent(h) => {
+                self.digest.extend(&h);
+                HistoryChange::AppendShared(h)
+            }
         };
         self.observe(&r.event);
         let id = format!("{}#{}", self.session, self.n);
