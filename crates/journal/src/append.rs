@@ -156,9 +156,8 @@ fn store_history(
     fresh: &mut Fresh,
     redactions: bool,
 ) -> Result<Splice, JournalError> {
-    let mut store = |m: Message| -> Result<MsgHash, JournalError> {
-        let (hash, json, stored) = store_message(tx, clock, &m)?;
-        drop(m);
+    let mut store = |m: &Message| -> Result<MsgHash, JournalError> {
+        let (hash, json, stored) = store_message(tx, clock, m)?;
         if stored || !redactions || !is_redacted(tx, &hash)? {
             fresh.keep(hash, json);
         }
@@ -167,14 +166,18 @@ fn store_history(
     match h {
         HistoryChange::None => Ok(None),
         HistoryChange::Append(msgs) if msgs.is_empty() => Ok(None),
+        HistoryChange::AppendShared(msgs) if msgs.is_empty() => Ok(None),
         HistoryChange::Append(msgs) => {
-            let hashes: Vec<MsgHash> = msgs.into_iter().map(&mut store).collect::<Result<_, _>>()?;
-            let delta =
-                Delta { at: state.history.len(), remove: 0, insert: hashes.iter().map(hex).collect() };
-            Ok(Some((delta, hashes)))
+            // Each message is dropped as soon as it is stored.
+            let hashes: Vec<MsgHash> = msgs.into_iter().map(|m| store(&m)).collect::<Result<_, _>>()?;
+            Ok(Some(appended(state, hashes)))
+        }
+        HistoryChange::AppendShared(msgs) => {
+            let hashes: Vec<MsgHash> = msgs.iter().map(&mut store).collect::<Result<_, _>>()?;
+            Ok(Some(appended(state, hashes)))
         }
         HistoryChange::Set(msgs) => {
-            let hashes: Vec<MsgHash> = msgs.into_iter().map(&mut store).collect::<Result<_, _>>()?;
+            let hashes: Vec<MsgHash> = msgs.into_iter().map(|m| store(&m)).collect::<Result<_, _>>()?;
             Ok(diff(&state.history, &hashes).map(|d| {
                 // diff inserts new[at..at + insert.len()].
                 let inserted =
@@ -183,6 +186,11 @@ fn store_history(
             }))
         }
     }
+}
+
+/// The splice of messages appended after `state`'s history.
+fn appended(state: &State, hashes: Vec<MsgHash>) -> (Delta, Vec<MsgHash>) {
+    (Delta { at: state.history.len(), remove: 0, insert: hashes.iter().map(hex).collect() }, hashes)
 }
 
 /// Inserts the event row.

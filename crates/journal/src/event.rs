@@ -16,6 +16,10 @@ pub enum HistoryChange {
     Append(Vec<Message>),
     /// The whole history is now this (the journal stores the smallest splice).
     Set(Vec<Message>),
+    /// Messages appended at the end that the writer keeps too (a session's whole input history,
+    /// which the engine goes on with): the journal reads them through the shared handle and drops
+    /// only the handle, so the writer takes them back without a copy (issue #19, peak memory).
+    AppendShared(std::sync::Arc<Vec<Message>>),
 }
 
 /// Which state an event continues.

@@ -29,6 +29,7 @@ impl Driver {
         match &change {
             HistoryChange::None => {}
             HistoryChange::Append(m) => self.live.extend(m.iter().cloned()),
+            HistoryChange::AppendShared(m) => self.live.extend(m.iter().cloned()),
             HistoryChange::Set(h) => self.live = h.clone(),
         }
         let e = NewEvent::new(format!("ev-{}", self.n), ts(self.n), body).with_history(change);

@@ -156,6 +156,7 @@ impl Recovery {
                         Change::None => HistoryChange::None,
                         Change::Set(h) => HistoryChange::Set(h),
                         Change::Append(m) => HistoryChange::Append(m),
+                        Change::Lent(h) => HistoryChange::AppendShared(h),
                     };
                     turn.step(r.event, change, r.blobs);
                 }

@@ -118,9 +118,38 @@ pub fn microcompact(
     lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Result<(Vec<Message>, MicroReport), ArchiveError> {
     let mut out = history.to_vec();
+    let report = compact_in_place(&mut out, current_turn, ages, archiver, lookup)?;
+    Ok((out, report))
+}
+
+/// [`microcompact`] of a history the caller gives up (the engine's): each content it cuts leaves
+/// memory as soon as its original is archived, so the pass never holds the history beside the
+/// archived copies of its contents (issue #19, peak memory). The history comes back with the
+/// result; on an error it is cut up to the message that failed (each cut content's original was
+/// archived before the cut).
+pub fn microcompact_owned(
+    mut history: Vec<Message>,
+    current_turn: u32,
+    ages: Ages,
+    archiver: &mut Archiver<'_>,
+    lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> (Vec<Message>, Result<MicroReport, ArchiveError>) {
+    let report = compact_in_place(&mut history, current_turn, ages, archiver, lookup);
+    (history, report)
+}
+
+/// Cuts `out` in place; every content it changes is counted in the report (truncated or
+/// summarized), so an unchanged report means an unchanged history.
+fn compact_in_place(
+    out: &mut [Message],
+    current_turn: u32,
+    ages: Ages,
+    archiver: &mut Archiver<'_>,
+    lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<MicroReport, ArchiveError> {
     let mut report = MicroReport::default();
     if current_turn < ages.truncate {
-        return Ok((out, report));
+        return Ok(report);
     }
     let mut assistants_after = 0u32;
     for m in out.iter_mut().rev() {
@@ -170,7 +199,7 @@ pub fn microcompact(
             }
         }
     }
-    Ok((out, report))
+    Ok(report)
 }
 
 #[cfg(test)]

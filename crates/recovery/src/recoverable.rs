@@ -19,8 +19,12 @@ pub struct Lost {
 
 /// Everything reachable from a history: its contents, and the archived originals its markers
 /// lead to (recursively; a blob that is a JSON array of messages contributes each content).
+///
+/// Design note (issue #19, peak memory): a text is kept as its BLAKE3 hash, the identity CCR
+/// itself relies on, not as the text: the check walks every archived original while the input
+/// history is in memory, and keeping the texts held a second copy of all of them.
 pub struct Reachable {
-    texts: HashSet<String>,
+    texts: HashSet<[u8; 32]>,
     /// Keys followed (16-hex short keys).
     pub keys: HashSet<String>,
     /// Markers that led nowhere (not in the archive).
@@ -34,7 +38,7 @@ impl Reachable {
         let mut queue: Vec<String> = Vec::new();
         for m in history {
             queue.extend(find_markers(&m.content).into_iter().map(str::to_string));
-            r.texts.insert(m.content.clone());
+            r.texts.insert(text_key(&m.content));
         }
         while let Some(k) = queue.pop() {
             if !r.keys.insert(k.clone()) {
@@ -48,19 +52,24 @@ impl Reachable {
             if let Ok(msgs) = serde_json::from_str::<Vec<Message>>(&text) {
                 for m in msgs {
                     queue.extend(find_markers(&m.content).into_iter().map(str::to_string));
-                    r.texts.insert(m.content);
+                    r.texts.insert(text_key(&m.content));
                 }
             }
             queue.extend(find_markers(&text).into_iter().map(str::to_string));
-            r.texts.insert(text);
+            r.texts.insert(text_key(&text));
         }
         r
     }
 
     /// True when `content` is reachable verbatim.
     pub fn contains(&self, content: &str) -> bool {
-        self.texts.contains(content)
+        self.texts.contains(&text_key(content))
     }
+}
+
+/// The identity a reachable text is kept by.
+fn text_key(text: &str) -> [u8; 32] {
+    salvage_types::CcrKey::of(text.as_bytes()).0
 }
 
 /// The input messages whose content cannot be rebuilt from `output` and the archive. Content

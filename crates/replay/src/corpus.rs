@@ -1,6 +1,6 @@
 //! Running many captures: file discovery, parallel jobs with a deterministic order, reports.
 
-use crate::checks::{compare, observed, run_checks, Check};
+use crate::checks::{compare, observed, rewind_check, run_checks_with, Check};
 use crate::driver::{history_digest, replay_history, Options, Run};
 use salvage_journal::Journal;
 use salvage_recovery::compaction::{Hooks, NoHooks};
@@ -149,9 +149,11 @@ pub fn run_one(
     let opts = Options { summarizer, hooks, start, session, rung3_keep, clock };
     let run: Run =
         replay_history(capture, input, journal, opts).map_err(|e| format!("{}: {e}", file.display()))?;
+    // The check that restores histories runs before the input history is back in memory.
+    let rewind = rewind_check(&run, journal);
     capture.history = input_back(journal, &run, &digest).map_err(|e| format!("{}: {e}", file.display()))?;
     let max = salvage_types::Config::from_env(&capture.settings).max_recovery_attempts;
-    let checks = run_checks(&run, capture, journal, max, clock);
+    let checks = run_checks_with(&run, capture, journal, max, clock, rewind);
     let (met, diffs) = match &capture.expect {
         Some(e) => {
             let (m, d) = compare(e, &run, journal);
@@ -243,10 +245,15 @@ pub fn run_all(
         done: AtomicUsize::new(0),
         results: Mutex::new((0..total).map(|_| None).collect()),
     };
+    // The calling thread is one of the workers: with one job nothing is spawned, so the run
+    // allocates in the same heap the captures were parsed in (a thread of its own gets a malloc
+    // arena of its own, and the parsed history freed in one arena is not reused by the other:
+    // about 8 MB more peak RSS for a 10 MB history).
     std::thread::scope(|s| {
-        for _ in 0..jobs.max(1).min(total.max(1)) {
+        for _ in 1..jobs.max(1).min(total.max(1)) {
             s.spawn(|| pool.work());
         }
+        pool.work();
     });
     let results = pool.results.into_inner().map_err(|_| "a replay thread panicked".to_string())?;
     results

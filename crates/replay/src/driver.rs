@@ -1,11 +1,12 @@
 //! The turn driver: the order of `behavior.md` section 11 for a capture's failing turn, using
 //! the recovery core and the compaction pipeline, with every step journaled.
 
+use crate::held::Held;
 use crate::upstream::{self, Simulated};
 use chrono::{DateTime, Duration, Utc};
 use salvage_ccr::Ccr;
 use salvage_journal::{HistoryChange, Journal, JournalError, NewEvent};
-use salvage_recovery::archive::{Archive, ArchiveError, MemoryArchive};
+use salvage_recovery::archive::{Archive, ArchiveError};
 use salvage_recovery::budget::{model_info, Surface};
 use salvage_recovery::classify::{classify, FailureInput};
 use salvage_recovery::compaction::{CompactionState, Hooks};
@@ -117,22 +118,25 @@ pub struct Options<'a> {
 }
 
 /// The archive a replay writes: originals land in memory first and move into the journal's CCR
-/// with the event that references them; reads see both.
+/// with the event that references them ([`Held`]); reads see both.
 struct ReplayArchive<'a> {
-    mem: &'a RefCell<MemoryArchive>,
+    mem: &'a RefCell<Held>,
     ccr: Ccr<'a>,
 }
 
 impl Archive for ReplayArchive<'_> {
     fn put(&mut self, bytes: &[u8]) -> Result<CcrKey, ArchiveError> {
-        self.mem.borrow_mut().put(bytes)
+        Ok(self.mem.borrow_mut().put(bytes.to_vec()))
     }
     fn put_owned(&mut self, bytes: Vec<u8>) -> Result<CcrKey, ArchiveError> {
-        self.mem.borrow_mut().put_owned(bytes)
+        Ok(self.mem.borrow_mut().put(bytes))
     }
     fn get(&self, short: &str) -> Option<Vec<u8>> {
         let held = self.mem.borrow().get(short);
         held.or_else(|| self.ccr.get(short).ok())
+    }
+    fn holds(&self, short: &str) -> bool {
+        self.mem.borrow().holds(short) || self.ccr.get(short).is_ok()
     }
 }
 
@@ -178,8 +182,7 @@ struct Driver<'j> {
     start: DateTime<Utc>,
     n: i64,
     version: u64,
-    mem: RefCell<MemoryArchive>,
-    flushed: std::collections::HashSet<CcrKey>,
+    mem: RefCell<Held>,
     from_sim: bool,
     /// The digest of the history the journal holds at the head.
     digest: RunningDigest,
@@ -198,17 +201,18 @@ impl Driver<'_> {
 
     /// The originals of blobs archived in memory that the journal does not hold yet, to be
     /// archived in the transaction of the event that references them (so `ccr gc` never sees
-    /// them stored but unreferenced), and the keys to reference.
+    /// them stored but unreferenced), and the keys to reference. The originals held in memory
+    /// are handed over to the event, not copied: they leave memory with it.
     fn flush(&mut self, keys: &[CcrKey]) -> Result<(Vec<CcrKey>, Vec<Keyed>), ReplayError> {
         let ccr = Ccr::new(self.journal.conn(), self.clock);
         let mut out = Vec::new();
         let mut archive = Vec::new();
         for k in keys {
-            if !self.flushed.contains(k) {
+            if !self.mem.borrow().stored(k) {
                 // An original already in the file (from another session) is archived again
                 // too: the put is idempotent and restores it if a gc took it meanwhile.
                 // Held in memory: taken by its full key, not hashed again (it was at put).
-                let held = self.mem.borrow().original(k).map(<[u8]>::to_vec);
+                let held = self.mem.borrow_mut().store(k);
                 // By full key: a blob that merely shares the short key is not this original.
                 let bytes = held.or_else(|| ccr.get_key(k).ok());
                 match bytes {
@@ -217,7 +221,6 @@ impl Driver<'_> {
                     Some(b) => archive.push((*k, b)),
                     None => return Err(ReplayError::Vanished(k.short())),
                 }
-                self.flushed.insert(*k);
             }
             out.push(*k);
         }
@@ -241,6 +244,10 @@ impl Driver<'_> {
             Change::Append(m) => {
                 self.digest.extend(&m);
                 HistoryChange::Append(m)
+            }
+            Change::Lent(h) => {
+                self.digest.extend(&h);
+                HistoryChange::AppendShared(h)
             }
         };
         self.observe(&r.event);
@@ -410,8 +417,7 @@ pub fn replay_history(
         start: opts.start,
         n: 0,
         version: 0,
-        mem: RefCell::new(MemoryArchive::new()),
-        flushed: Default::default(),
+        mem: RefCell::new(Held::default()),
         from_sim: true,
         digest: RunningDigest::of(&[]),
         run: Run {

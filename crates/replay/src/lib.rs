@@ -18,6 +18,7 @@ pub mod baseline;
 pub mod checks;
 pub mod corpus;
 pub mod driver;
+mod held;
 pub mod o200k;
 pub mod shard;
 pub mod synth;

@@ -139,6 +139,7 @@ fn head_after(keyed: &Keyed, steps: &[NewEvent]) -> Vec<MsgHash> {
         match &s.history {
             HistoryChange::None => {}
             HistoryChange::Append(ms) => head.extend(ms.iter().map(key)),
+            HistoryChange::AppendShared(ms) => head.extend(ms.iter().map(key)),
             HistoryChange::Set(ms) => head = ms.iter().map(key).collect(),
         }
     }
@@ -277,6 +278,7 @@ pub(super) fn history_event(
     };
     let count = match &change {
         HistoryChange::Append(m) | HistoryChange::Set(m) => m.len() as u64,
+        HistoryChange::AppendShared(m) => m.len() as u64,
         HistoryChange::None => 0,
     };
     let event =

@@ -110,6 +110,10 @@ pub enum Change {
     Set(Vec<Message>),
     /// Messages are appended.
     Append(Vec<Message>),
+    /// The engine's whole history is appended (the session's start), lent rather than copied:
+    /// the engine takes it back at its next step, without a copy once the driver has dropped its
+    /// handle (journaled it). Issue #19: a copy here was a second input history in memory.
+    Lent(std::sync::Arc<Vec<Message>>),
 }
 
 /// One journal record: an event, its history change and the blobs it references.
@@ -235,6 +239,8 @@ pub struct Turn {
     escalation: Escalation,
     max_tokens: u64,
     last: Option<Sent>,
+    /// The history while it is lent to the driver ([`Change::Lent`]); `history` is empty then.
+    lent: Option<std::sync::Arc<Vec<Message>>>,
 }
 
 impl Turn {
@@ -258,6 +264,7 @@ impl Turn {
             escalation: Escalation::default(),
             max_tokens,
             last: None,
+            lent: None,
         }
     }
 
@@ -273,7 +280,7 @@ impl Turn {
 
     /// The live history (after every rewrite the engine asked to record).
     pub fn history(&self) -> &[Message] {
-        &self.history
+        self.lent.as_deref().map_or(&self.history, |h| h)
     }
 
     /// The per-session recovery state (cap, notice flag).
@@ -296,6 +303,10 @@ impl Turn {
         loop {
             if let Some(a) = self.queue.pop_front() {
                 return Ok(a);
+            }
+            // Every record went out: a lent history comes back before any phase reads it.
+            if let Some(lent) = self.lent.take() {
+                self.history = std::sync::Arc::try_unwrap(lent).unwrap_or_else(|h| (*h).clone());
             }
             match std::mem::replace(&mut self.phase, Phase::Over) {
                 Phase::Start => self.start(),
@@ -325,6 +336,7 @@ impl Turn {
         match &change {
             Change::Set(h) => self.history = h.clone(),
             Change::Append(m) => self.history.extend(m.iter().cloned()),
+            Change::Lent(h) => self.lent = Some(std::sync::Arc::clone(h)),
             Change::None => {}
         }
         self.queue.push_back(Action::Record(Box::new(Record { event, change, blobs })));
@@ -369,8 +381,8 @@ impl Turn {
             cap: self.input.session.cap,
             invalid_settings: invalid,
         };
-        let history = std::mem::take(&mut self.history);
-        self.record(event, Change::Append(history), Vec::new());
+        let history = std::sync::Arc::new(std::mem::take(&mut self.history));
+        self.record(event, Change::Lent(history), Vec::new());
         self.phase = match self.input.mode {
             TurnMode::Fresh => Phase::Passes,
             TurnMode::AsSent => Phase::Build,

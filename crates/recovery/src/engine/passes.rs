@@ -48,12 +48,24 @@ impl Turn {
             summarize: self.input.config.microcompact_summarize_turns,
         };
         let lookup = io.lookup;
+        // The history is handed to the pass and comes back cut (see `microcompact_owned`).
+        let history = std::mem::take(&mut self.history);
         let (h, r, keys) = {
             let mut a = Self::archiver(io);
-            let (h, r) = microcompact::microcompact(&self.history, turn, ages, &mut a, lookup)?;
+            let (h, r) = microcompact::microcompact_owned(history, turn, ages, &mut a, lookup);
             (h, r, a.keys)
         };
-        if h != self.history {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                self.history = h;
+                return Err(e.into());
+            }
+        };
+        // Every change the pass makes is counted: no count, no change.
+        if r.truncated == 0 && r.summarized == 0 {
+            self.history = h;
+        } else {
             self.say(r.line());
             let event = EventBody::Microcompact {
                 truncated: r.truncated,

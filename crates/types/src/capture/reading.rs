@@ -50,7 +50,9 @@ pub fn read_capture_limited(path: &Path, max_bytes: u64) -> Result<Capture, Capt
 pub fn read_capture_with(path: &Path, limits: &Limits) -> Result<Capture, CaptureError> {
     let file = path.display().to_string();
     let bytes = crate::input::read_input(path, limits.max_file_bytes, false)?;
-    parse_capture_with(&bytes, &file, limits)
+    let capture = parse_capture_with(&bytes, &file, limits);
+    crate::input::release(bytes);
+    capture
 }
 
 /// Checks that bytes are UTF-8, reporting the first bad byte and its line.
