@@ -479,7 +479,7 @@ impl Journal {
         // The writer's latest snapshot holds only while its head does, and not across a
         // redaction (which drops the rows holding the redacted messages).
         let last = self.snapshots.remove(session).filter(|_| matches!(what, Begin::Existing));
-        let carried = self.fresh.remove(session).filter(|_| matches!(what, Begin::Existing));
+        let carried = Fresh::take_for(&mut self.fresh, session).filter(|_| matches!(what, Begin::Existing));
         let clock = self.clock.clone();
         let tx = WriteTx::begin(self.store.conn())?;
         let first = events.first().ok_or_else(|| JournalError::Invalid("no event to append".into()))?;
@@ -519,9 +519,7 @@ impl Journal {
         if let Some(last) = cursor.last {
             self.snapshots.insert(session.to_string(), last);
         }
-        if let Some(fresh) = cursor.fresh.carry() {
-            self.fresh.insert(session.to_string(), fresh);
-        }
+        self.fresh = cursor.fresh.carry().map(|f| (session.to_string(), f));
         Ok(appended)
     }
 

@@ -8,11 +8,13 @@ use crate::state::MsgHash;
 /// not hold a second copy of it for a snapshot it seldom takes.
 ///
 /// Design decision (appends of one event each): a handle keeps them from one transaction to the
-/// next (up to [`CARRY_BUDGET`] bytes), beside its head state and under the same condition — the
-/// session's head is still the one it appended — so a snapshot taken every 64 single-event
-/// appends does not read back and hash again the 63 messages the handle itself stored. They are
-/// dropped when the file records any redaction: one, by any handle and in any session, may have
-/// replaced a stored row since (rows are shared by content), and those rows are read back.
+/// next (up to [`CARRY_BUDGET`] bytes, for the session it appended to last: a long-lived handle
+/// writing many sessions holds one such set, not one per session), beside its head state and
+/// under the same condition — the session's head is still the one it appended — so a snapshot
+/// taken every 64 single-event appends does not read back and hash again the 63 messages the
+/// handle itself stored. They are dropped when the file records any redaction: one, by any
+/// handle and in any session, may have replaced a stored row since (rows are shared by content),
+/// and those rows are read back.
 #[derive(Default)]
 pub(crate) struct Fresh {
     pub(crate) json: std::collections::HashMap<MsgHash, Vec<u8>>,
@@ -31,6 +33,12 @@ impl Fresh {
     /// records redactions.
     pub(crate) fn resume(carried: Option<Fresh>, redactions: bool) -> Fresh {
         carried.filter(|_| !redactions).unwrap_or_default()
+    }
+
+    /// What the handle kept for `session` (`slot` is emptied either way: appending to another
+    /// session drops what was kept for the last one).
+    pub(crate) fn take_for(slot: &mut Option<(String, Fresh)>, session: &str) -> Option<Fresh> {
+        slot.take().filter(|(s, _)| s == session).map(|(_, f)| f)
     }
 
     /// Keeps `json` while the budget allows (else a snapshot reads its row back).
