@@ -294,8 +294,9 @@ struct Cursor {
     state: (u64, State, Option<u64>),
     /// The latest snapshot of the session, when known.
     last: Option<snapshot::Last>,
-    /// The JSON of the messages this transaction appended since its latest snapshot, when the
-    /// stored rows hold exactly these bytes (see [`store_history`]).
+    /// The JSON of the messages appended since the latest snapshot (by this transaction, or by
+    /// this handle's earlier ones: [`Fresh::resume`]), when the stored rows hold exactly these
+    /// bytes (see [`store_history`]).
     fresh: Fresh,
     /// The file records redactions: a message stored before may hold other bytes than its key's.
     redactions: bool,
@@ -486,6 +487,7 @@ impl Journal {
         // The writer's latest snapshot holds only while its head does, and not across a
         // redaction (which drops the rows holding the redacted messages).
         let last = self.snapshots.remove(session).filter(|_| matches!(what, Begin::Existing));
+        let carried = Fresh::take_for(&mut self.fresh, session).filter(|_| matches!(what, Begin::Existing));
         let clock = self.clock.clone();
         let tx = WriteTx::begin(&self.store)?;
         let first = events.first().ok_or_else(|| JournalError::Invalid("no event to append".into()))?;
@@ -498,18 +500,19 @@ impl Journal {
                 actual: head_seq,
             });
         }
-        let (state, last) = match cached {
-            Some((s, st)) if s == head_seq => (st, last),
-            _ if head_seq == 0 => (State::default(), None),
-            _ => (fold(&tx, session, head_seq, None)?, None),
+        let (state, last, carried) = match cached {
+            Some((s, st)) if s == head_seq => (st, last, carried),
+            _ if head_seq == 0 => (State::default(), None, None),
+            _ => (fold(&tx, session, head_seq, None)?, None, None),
         };
+        let redactions = any_redacted(&tx)?;
         let mut cursor = Cursor {
             seq: head_seq,
             prev_hash: head_hash,
             state: (head_seq, state, head_depth),
             last,
-            fresh: Fresh::default(),
-            redactions: any_redacted(&tx)?,
+            fresh: Fresh::resume(carried, redactions),
+            redactions,
         };
         let mut appended = Vec::with_capacity(events.len());
         for e in events.iter_mut() {
@@ -524,6 +527,7 @@ impl Journal {
         if let Some(last) = cursor.last {
             self.snapshots.insert(session.to_string(), last);
         }
+        self.fresh = cursor.fresh.carry().map(|f| (session.to_string(), f));
         Ok(appended)
     }
 

@@ -33,6 +33,9 @@ pub struct Journal {
     pub(crate) head: HashMap<String, (u64, State)>,
     /// Each session's latest snapshot as this handle wrote or read it, valid with `head`.
     pub(crate) snapshots: HashMap<String, crate::snapshot::Last>,
+    /// The JSON of the messages the latest append's session stored since its latest snapshot,
+    /// valid with `head` ([`crate::fresh::Fresh::resume`]).
+    pub(crate) fresh: Option<(String, crate::fresh::Fresh)>,
     /// The time CCR writes are stamped with (`created_at`, `last_access`).
     pub(crate) clock: Arc<dyn Clock + Send + Sync>,
     /// Threads a restore decodes messages on ([`Journal::with_decode_threads`]; 0, the default:
@@ -58,6 +61,7 @@ impl Journal {
             store,
             head: HashMap::new(),
             snapshots: HashMap::new(),
+            fresh: None,
             clock: Arc::new(SystemClock),
             decode_threads: 0,
         }

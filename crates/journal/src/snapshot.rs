@@ -18,9 +18,10 @@
 //! that many rows and decodes each row's messages once. A history that is not an extension of the
 //! latest snapshot's (a rewrite, a rewind) is written whole. A writer keeps its latest snapshot
 //! ([`Last`]) beside its head state, so its next snapshot reads no earlier row (except, once per
-//! chain, the rows it copies); a cold writer reads the latest row back. The messages a
-//! transaction appends enter its snapshots from the bytes it hashed, not read back (a message
-//! stored before is read back only when the file records redactions: it may be redacted).
+//! chain, the rows it copies); a cold writer reads the latest row back. The messages a writer
+//! appends enter its snapshots from the bytes it hashed, not read back, whether this transaction
+//! or one of the handle's earlier ones stored them ([`crate::fresh`]; a message stored otherwise
+//! is read back, and so is every one when the file records redactions: it may be redacted).
 //!
 //! Design decision (integrity): the event a snapshot is taken at records the snapshot's BLAKE3
 //! ([`digest`], over the state and the stored history bytes) in its `snapshot_hash` column, which

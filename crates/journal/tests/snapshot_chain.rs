@@ -355,3 +355,50 @@ fn messages_stored_before_enter_snapshots_exactly_from_the_writers_bytes() {
     drop(j);
     assert_restores_exactly(&p, &seqs);
 }
+
+#[test]
+fn a_message_another_handle_redacts_between_single_appends_enters_the_next_snapshot_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("carried.db");
+    let secret = Message::user("the key is hunter2");
+    let msg = |n: u64| if n == 5 { secret.clone() } else { Message::user(format!("message {n}")) };
+    let one = |n: u64| {
+        vec![NewEvent::new(format!("a{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+            .with_history(HistoryChange::Append(vec![msg(n)]))]
+    };
+    // This handle appends one event per transaction, as a live proxy does; the messages it stored
+    // since its last snapshot are kept between them.
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    j.start_session("a", "", NewEvent::new("start", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    for n in 1..40 {
+        j.append("a", None, one(n)).unwrap();
+    }
+    // Another handle redacts the same content in its own session (rows are shared by content):
+    // session a's head does not move.
+    let mut other = Journal::open(&p, &Options::default()).unwrap();
+    let first = NewEvent::new("b0", ts(0), EventBody::MessageAppended { count: 1 })
+        .with_history(HistoryChange::Append(vec![secret.clone()]));
+    other.start_session("b", "", first).unwrap();
+    let hash = other.history_hashes("b", 1).unwrap()[0];
+    let body = EventBody::Redaction { keys: vec![], counts: Default::default() };
+    other
+        .redact_messages("b", &[(hash, Message::user("[redacted]"))], NewEvent::new("red", ts(999), body))
+        .unwrap();
+    drop(other);
+    for n in 40..70 {
+        j.append("a", None, one(n)).unwrap();
+    }
+    let snaps: Vec<u64> = rows(&j).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(snaps, vec![65], "one snapshot (at depth 64), taken after the redaction");
+    drop(j);
+    let want = {
+        let copy = p.with_extension("plain.db");
+        std::fs::copy(&p, &copy).unwrap();
+        let plain = Journal::open(&copy, &Options::default()).unwrap();
+        plain.conn().execute("DELETE FROM snapshots", []).unwrap();
+        plain.view_at("a", 65).unwrap()
+    };
+    let got = Journal::open(&p, &Options::read_only()).unwrap().view_at("a", 65).unwrap();
+    assert!(got.history.iter().all(|m| m.content != secret.content), "the snapshot holds the secret");
+    assert_eq!(got, want);
+}

@@ -32,6 +32,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(4, "0004_redactions_capture_ids.sql"),
     migration!(5, "0005_history_snapshots.sql"),
     migration!(6, "0006_ccr_key_range.sql"),
+    migration!(7, "0007_events_without_rowid.sql"),
 ];
 
 /// The schema version this build writes.
