@@ -38,9 +38,9 @@ pub struct PutOutcome {
     pub collisions: Vec<CcrKey>,
 }
 
-/// The value of the `short` column a prefix is looked up by: its first 16 hex characters.
-/// [`KeyPrefix::parse`] guarantees at least 16 ASCII hex characters; were it ever shorter, the
-/// whole prefix matches no 16-character `short` and the lookup finds nothing.
+/// The marker key a prefix is looked up by (as a range of keys, [`key_range`]): its first 16 hex
+/// characters. [`KeyPrefix::parse`] guarantees at least 16 ASCII hex characters; were it ever
+/// shorter, it names an empty range and the lookup finds nothing.
 fn short_of(p: &KeyPrefix) -> &str {
     p.as_str().get(..MARKER_HEX_LEN).unwrap_or(p.as_str())
 }
