@@ -182,3 +182,39 @@ fn secrets_where_a_naive_prefilter_would_miss_them() {
     }
     assert_eq!(counts.values().sum::<u64>(), 5, "{counts:?}");
 }
+
+#[test]
+fn secrets_in_object_keys_are_redacted_and_no_value_is_lost() {
+    // An environment dump keyed by tokens, beside ordinary keys that must stay as they are.
+    let body = r#"{
+        "role": "tool",
+        "ghp_abcdefghij0123456789abcdefghij012345": "first",
+        "tokens": {"AKIAZ3MDNB2QYX7TKPLE": 1, "AKIAZ3MDNB2QYX7TKPLF": 2, "region": "eu"},
+        "ghp_abcdefghij0123456789abcdefghij099999": "second",
+        "password_hint": "ask the admin"
+    }"#;
+    let mut v: Value = serde_json::from_str(body).unwrap();
+    let mut counts = Counts::new();
+    redact_value(&mut v, &mut counts);
+    let out = v.to_string();
+    for secret in ["ghp_abcdefghij", "AKIAZ3MDNB2QYX7TKPL"] {
+        assert!(!out.contains(secret), "{secret} survived in {out}");
+    }
+    assert_eq!(counts.values().sum::<u64>(), 4, "{counts:?}");
+    let top = v.as_object().unwrap();
+    // Order kept, every value kept (two keys redacting to one text both stay), others untouched.
+    let keys: Vec<&str> = top.keys().map(String::as_str).collect();
+    assert_eq!(keys[0], "role");
+    assert_eq!(keys[4], "password_hint");
+    assert_eq!(top.len(), 5);
+    let values: Vec<&Value> = top.values().collect();
+    assert_eq!((values[1], values[3]), (&Value::from("first"), &Value::from("second")));
+    assert_ne!(keys[1], keys[3]);
+    let tokens = top["tokens"].as_object().unwrap();
+    assert_eq!(tokens.len(), 3);
+    assert_eq!(
+        tokens.values().cloned().collect::<Vec<_>>(),
+        vec![Value::from(1), Value::from(2), Value::from("eu")]
+    );
+    assert_eq!(tokens.keys().last().map(String::as_str), Some("region"));
+}

@@ -282,8 +282,8 @@ fn redact_plain(c: &Compiled, text: &str, counts: &mut Counts) -> Option<String>
     out
 }
 
-/// Redacts every string inside a JSON value (keys stay), skipping base64 image payloads (a
-/// `data` field beside a `media_type`).
+/// Redacts every string inside a JSON value, object keys included (a file may key a map by a
+/// token), skipping base64 image payloads (a `data` field beside a `media_type`).
 pub fn redact_value(v: &mut Value, counts: &mut Counts) {
     match v {
         Value::String(s) => {
@@ -301,8 +301,34 @@ pub fn redact_value(v: &mut Value, counts: &mut Counts) {
                 }
                 redact_value(x, counts);
             }
+            redact_keys(o, counts);
         }
         _ => {}
+    }
+}
+
+/// Redacts the keys of an object in place, its order kept. Two keys that redact to the same
+/// text both stay: the later ones get ` #2`, ` #3`… so no value is lost to a collision.
+fn redact_keys(o: &mut serde_json::Map<String, Value>, counts: &mut Counts) {
+    let renamed: Vec<(usize, String)> =
+        o.keys().enumerate().filter_map(|(i, k)| redacted(k, counts).map(|r| (i, r))).collect();
+    if renamed.is_empty() {
+        return;
+    }
+    let mut names = renamed.into_iter().peekable();
+    let old = std::mem::take(o);
+    for (i, (k, x)) in old.into_iter().enumerate() {
+        let mut key = match names.next_if(|(at, _)| *at == i) {
+            Some((_, r)) => r,
+            None => k,
+        };
+        let base = key.clone();
+        let mut n = 1u32;
+        while o.contains_key(&key) {
+            n = n.saturating_add(1);
+            key = format!("{base} #{n}");
+        }
+        o.insert(key, x);
     }
 }
 
