@@ -264,20 +264,31 @@ fn on_cpu(cpu: &std::cell::Cell<Duration>, f: impl FnOnce() -> anyhow::Result<()
     r
 }
 
-/// Throughput through the proxy relaying only, against the same bursts sent directly, with the
-/// CPU time per request of each (the whole process: on two cores, throughput is bounded by two
-/// cores over the CPU a request takes).
-fn relay_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row> {
-    let (cpu_direct, cpu_proxy) = (std::cell::Cell::default(), std::cell::Cell::default());
+/// Bursts sent to `via` against the same bursts sent directly, interleaved: the timing pair and
+/// the CPU time per request of each side (the whole process: on two cores, throughput is bounded
+/// by two cores over the CPU a request takes), in ms as (via, direct).
+fn against_direct(
+    relay: &Rig,
+    plan: &Plan,
+    case: &Case,
+    via: SocketAddr,
+) -> anyhow::Result<(crate::harness::Pair, f64, f64)> {
+    let (cpu_direct, cpu_via) = (std::cell::Cell::default(), std::cell::Cell::default());
     let rounds = plan.rounds.clamp(3, 5);
     let pair = try_interleave(
         rounds,
         || on_cpu(&cpu_direct, || case.burst(relay.upstream)),
-        || on_cpu(&cpu_proxy, || case.burst(relay.proxy)),
+        || on_cpu(&cpu_via, || case.burst(via)),
     )?;
-    let (n, mb) = case.sent();
     // The warm-up pair counts too: rounds + 1 bursts of n requests on each side.
-    let per_request = |cpu: Duration| ms(cpu) / (n * (rounds + 1) as f64);
+    let per_request = |cpu: Duration| ms(cpu) / (case.sent().0 * (rounds + 1) as f64);
+    Ok((pair, per_request(cpu_via.get()), per_request(cpu_direct.get())))
+}
+
+/// Throughput through the proxy relaying only, against the same bursts sent directly.
+fn relay_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row> {
+    let (pair, cpu_proxy, cpu_direct) = against_direct(relay, plan, case, relay.proxy)?;
+    let (n, mb) = case.sent();
     Ok(Row::at_least(
         &format!(
             "proxy throughput, {} requests, {} answer, 4 connections, relay only",
@@ -287,13 +298,11 @@ fn relay_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row
         pair.speed_ratio(),
         0.9,
         format!(
-            "{:.0} vs {:.0} req/s ({:.0} vs {:.0} MB/s sent); CPU per request {:.2} vs {:.2} ms",
+            "{:.0} vs {:.0} req/s ({:.0} vs {:.0} MB/s sent); CPU per request {cpu_proxy:.2} vs {cpu_direct:.2} ms",
             n / pair.ours.as_secs_f64(),
             n / pair.baseline.as_secs_f64(),
             mb / pair.ours.as_secs_f64(),
             mb / pair.baseline.as_secs_f64(),
-            per_request(cpu_proxy.get()),
-            per_request(cpu_direct.get())
         ),
     ))
 }
@@ -301,15 +310,8 @@ fn relay_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row
 /// The bare byte pump's throughput against the same bursts sent directly (information: the
 /// ceiling of any relay here, see [`byte_pump`]).
 fn pump_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row> {
-    let (cpu_direct, cpu_pump) = (std::cell::Cell::default(), std::cell::Cell::default());
-    let rounds = plan.rounds.clamp(3, 5);
-    let pair = try_interleave(
-        rounds,
-        || on_cpu(&cpu_direct, || case.burst(relay.upstream)),
-        || on_cpu(&cpu_pump, || case.burst(relay.pump)),
-    )?;
-    let (n, _) = case.sent();
-    let per_request = |cpu: Duration| ms(cpu) / (n * (rounds + 1) as f64);
+    let (pair, cpu_pump, cpu_direct) = against_direct(relay, plan, case, relay.pump)?;
+    let n = case.sent().0;
     Ok(Row::info(
         &format!(
             "bare TCP byte pump (no HTTP: the floor of any relay), {} requests, {} answer, 4 connections",
@@ -318,11 +320,9 @@ fn pump_throughput(relay: &Rig, plan: &Plan, case: &Case) -> anyhow::Result<Row>
         "direct connection",
         pair.speed_ratio(),
         format!(
-            "{:.0} vs {:.0} req/s; CPU per request {:.2} vs {:.2} ms",
+            "{:.0} vs {:.0} req/s; CPU per request {cpu_pump:.2} vs {cpu_direct:.2} ms",
             n / pair.ours.as_secs_f64(),
             n / pair.baseline.as_secs_f64(),
-            per_request(cpu_pump.get()),
-            per_request(cpu_direct.get())
         ),
     ))
 }

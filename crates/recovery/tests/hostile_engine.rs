@@ -7,12 +7,11 @@
 
 mod common;
 
-use common::{bytes, count, history, limit, nothing_lost, seeded, task_of, turns};
+use common::{bytes, count, engine_io, history, limit, nothing_lost, seeded, task_of, turn_input, turns};
 use proptest::prelude::*;
 use salvage_recovery::archive::{Archive, MemoryArchive};
-use salvage_recovery::compaction::{CompactionState, NoHooks};
-use salvage_recovery::engine::{Action, Answer, EngineIo, RequestParams, Turn, TurnInput, TurnMode, Wire};
-use salvage_recovery::ladder;
+use salvage_recovery::compaction::NoHooks;
+use salvage_recovery::engine::{Action, Answer, Turn, TurnInput, TurnMode};
 use salvage_recovery::pairing;
 use salvage_recovery::summarizer::Builtin;
 use salvage_recovery::task::task_survives;
@@ -22,24 +21,6 @@ use salvage_types::message::Message;
 use salvage_types::{CcrKey, Config};
 use std::cell::RefCell;
 use std::rc::Rc;
-/// The request-size model: the compact JSON of the history.
-struct JsonWire;
-impl Wire for JsonWire {
-    fn request_bytes(&self, history: &[Message], _: &RequestParams) -> u64 {
-        serde_json::to_vec(history).map_or(0, |v| v.len() as u64)
-    }
-}
-
-/// The engine's world in these tests: `archive` and `lookup`, the built-in summarizer, no hooks
-/// and the [`JsonWire`] size model.
-fn engine_io<'a>(
-    archive: &'a mut dyn Archive,
-    lookup: &'a dyn Fn(&str) -> Option<Vec<u8>>,
-    (summarizer, hooks): (&'a mut Builtin, &'a mut NoHooks),
-) -> EngineIo<'a> {
-    EngineIo { archive, lookup, summarizer, hooks, wire: &JsonWire }
-}
-
 /// One archive behind both the engine's `archive` and its `lookup`.
 #[derive(Clone)]
 struct Shared(Rc<RefCell<MemoryArchive>>);
@@ -105,19 +86,11 @@ fn drive(s: &Scenario) -> Result<(), TestCaseError> {
         default_output: 4_096,
     };
     let input = TurnInput {
-        history: s.history.clone(),
         config,
         model,
-        output_cap: 8_192,
-        surface: salvage_recovery::budget::Surface::Agent,
-        provider_edits: false,
         session: salvage_recovery::session::SessionState::with_cap(s.cap),
-        compaction: CompactionState::default(),
         mode: if s.fresh { TurnMode::Fresh } else { TurnMode::AsSent },
-        rung3_keep: ladder::RUNG3_KEEP,
-        provider: None,
-        model_name: None,
-        settings: Default::default(),
+        ..turn_input(s.history.clone())
     };
     let shared = Shared(Rc::new(RefCell::new(seeded())));
     let reader = shared.clone();
@@ -213,26 +186,16 @@ fn drive(s: &Scenario) -> Result<(), TestCaseError> {
 fn a_no_op_rung_3_ends_the_climb_whatever_the_attempts_left() {
     for attempts in [3u32, 4, 1000, u32::MAX] {
         let input = TurnInput {
-            history: vec![
-                Message::system("You are a coding agent."),
-                Message::user("Summarize the failing test in crates/store in one line."),
-            ],
             config: Config { max_recovery_attempts: attempts, ..Config::default() },
             model: salvage_recovery::budget::ModelInfo {
                 context_window: 4_000_000,
                 max_output: 8_192,
                 default_output: 4_096,
             },
-            output_cap: 8_192,
-            surface: salvage_recovery::budget::Surface::Agent,
-            provider_edits: false,
-            session: salvage_recovery::session::SessionState::with_cap(None),
-            compaction: CompactionState::default(),
-            mode: TurnMode::AsSent,
-            rung3_keep: ladder::RUNG3_KEEP,
-            provider: None,
-            model_name: None,
-            settings: Default::default(),
+            ..turn_input(vec![
+                Message::system("You are a coding agent."),
+                Message::user("Summarize the failing test in crates/store in one line."),
+            ])
         };
         let mut archive = MemoryArchive::new();
         let lookup = |_: &str| None;

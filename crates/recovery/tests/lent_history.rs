@@ -4,19 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
+mod common;
+
+use common::{engine_io, turn_input};
 use salvage_recovery::archive::{Archive, Archiver, MemoryArchive};
-use salvage_recovery::compaction::{CompactionState, NoHooks};
-use salvage_recovery::engine::{Action, Change, EngineIo, RequestParams, Turn, TurnInput, TurnMode, Wire};
+use salvage_recovery::compaction::NoHooks;
+use salvage_recovery::engine::{Action, Change, Turn};
 use salvage_recovery::microcompact::{microcompact, microcompact_owned, Ages};
 use salvage_recovery::summarizer::Builtin;
-use salvage_types::{Config, Message, ToolCall};
-
-struct JsonWire;
-impl Wire for JsonWire {
-    fn request_bytes(&self, history: &[Message], _: &RequestParams) -> u64 {
-        serde_json::to_vec(history).map_or(0, |v| v.len() as u64)
-    }
-}
+use salvage_types::{Message, ToolCall};
 
 /// `turns` rounds of a tool call and its `bytes`-long result, then the task.
 fn session(turns: usize, bytes: usize) -> Vec<Message> {
@@ -36,28 +32,6 @@ fn session(turns: usize, bytes: usize) -> Vec<Message> {
     h
 }
 
-fn input(history: Vec<Message>) -> TurnInput {
-    TurnInput {
-        history,
-        config: Config::default(),
-        model: salvage_recovery::budget::ModelInfo {
-            context_window: 200_000,
-            max_output: 8_192,
-            default_output: 4_096,
-        },
-        output_cap: 8_192,
-        surface: salvage_recovery::budget::Surface::Agent,
-        provider_edits: false,
-        session: salvage_recovery::session::SessionState::with_cap(None),
-        compaction: CompactionState::default(),
-        mode: TurnMode::AsSent,
-        rung3_keep: salvage_recovery::ladder::RUNG3_KEEP,
-        provider: None,
-        model_name: None,
-        settings: Default::default(),
-    }
-}
-
 /// The session-start record lends the engine's history: once the driver has dropped the record,
 /// the engine goes on with the very messages it lent (no copy was made, none is made).
 #[test]
@@ -69,14 +43,8 @@ fn the_start_record_lends_the_history_and_the_engine_takes_it_back_uncopied() {
     let mut archive = MemoryArchive::new();
     let lookup = |_: &str| None;
     let (mut summarizer, mut hooks) = (Builtin, NoHooks);
-    let mut io = EngineIo {
-        archive: &mut archive,
-        lookup: &lookup,
-        summarizer: &mut summarizer,
-        hooks: &mut hooks,
-        wire: &JsonWire,
-    };
-    let mut turn = Turn::new(input(given));
+    let mut io = engine_io(&mut archive, &lookup, (&mut summarizer, &mut hooks));
+    let mut turn = Turn::new(turn_input(given));
     let Action::Record(r) = turn.next(&mut io).unwrap() else { panic!("the turn starts with its record") };
     let Change::Lent(lent) = &r.change else { panic!("the start record lends the history: {:?}", r.change) };
     assert_eq!(**lent, h);
@@ -95,14 +63,8 @@ fn a_history_still_lent_is_copied_back() {
     let mut archive = MemoryArchive::new();
     let lookup = |_: &str| None;
     let (mut summarizer, mut hooks) = (Builtin, NoHooks);
-    let mut io = EngineIo {
-        archive: &mut archive,
-        lookup: &lookup,
-        summarizer: &mut summarizer,
-        hooks: &mut hooks,
-        wire: &JsonWire,
-    };
-    let mut turn = Turn::new(input(h.clone()));
+    let mut io = engine_io(&mut archive, &lookup, (&mut summarizer, &mut hooks));
+    let mut turn = Turn::new(turn_input(h.clone()));
     let kept = turn.next(&mut io).unwrap();
     let Action::Send(req) = turn.next(&mut io).unwrap() else { panic!("attempt 0 follows") };
     assert_eq!((req.history.as_slice(), turn.history()), (&h[..], &h[..]));

@@ -17,6 +17,51 @@ use salvage_types::message::{Message, ToolCall};
 use salvage_types::CcrKey;
 use std::sync::LazyLock;
 
+/// The request-size model of the engine tests: the compact JSON of the history.
+pub struct JsonWire;
+impl salvage_recovery::engine::Wire for JsonWire {
+    fn request_bytes(&self, history: &[Message], _: &salvage_recovery::engine::RequestParams) -> u64 {
+        serde_json::to_vec(history).map_or(0, |v| v.len() as u64)
+    }
+}
+
+/// The engine's world in these tests: `archive` and `lookup`, the built-in summarizer, no hooks
+/// and the [`JsonWire`] size model.
+pub fn engine_io<'a>(
+    archive: &'a mut dyn Archive,
+    lookup: &'a dyn Fn(&str) -> Option<Vec<u8>>,
+    (summarizer, hooks): (
+        &'a mut salvage_recovery::summarizer::Builtin,
+        &'a mut salvage_recovery::compaction::NoHooks,
+    ),
+) -> salvage_recovery::engine::EngineIo<'a> {
+    salvage_recovery::engine::EngineIo { archive, lookup, summarizer, hooks, wire: &JsonWire }
+}
+
+/// A turn of `history` as sent, with the default settings, a 200 000-token window and no learned
+/// cap (tests change what they need with struct update syntax).
+pub fn turn_input(history: Vec<Message>) -> salvage_recovery::engine::TurnInput {
+    salvage_recovery::engine::TurnInput {
+        history,
+        config: salvage_types::Config::default(),
+        model: salvage_recovery::budget::ModelInfo {
+            context_window: 200_000,
+            max_output: 8_192,
+            default_output: 4_096,
+        },
+        output_cap: 8_192,
+        surface: salvage_recovery::budget::Surface::Agent,
+        provider_edits: false,
+        session: salvage_recovery::session::SessionState::with_cap(None),
+        compaction: salvage_recovery::compaction::CompactionState::default(),
+        mode: salvage_recovery::engine::TurnMode::AsSent,
+        rung3_keep: ladder::RUNG3_KEEP,
+        provider: None,
+        model_name: None,
+        settings: Default::default(),
+    }
+}
+
 /// The ids of the next `n` tool calls of a generated history: `call_1`, `call_2`, … counted by
 /// `call` across the history.
 pub fn next_call_ids(call: &mut usize, n: usize) -> Vec<String> {
