@@ -514,10 +514,13 @@ impl Driver<'_> {
             Answer::Accepted { input_tokens, .. } => (true, Some(*input_tokens)),
             Answer::Rejected { counted_tokens, .. } => (false, *counted_tokens),
         };
+        // The request's markers, each once, in the order they appear (a set beside the list: a
+        // request after microcompact carries a marker per cleared result, thousands in a long one).
         let mut markers: Vec<String> = Vec::new();
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for m in &req.history {
             for k in salvage_types::ccr_key::find_markers(&m.content) {
-                if !markers.iter().any(|x| x == k) {
+                if seen.insert(k) {
                     markers.push(k.to_string());
                 }
             }
