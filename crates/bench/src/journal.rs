@@ -229,32 +229,51 @@ fn durable_floor(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result
             Ok(())
         },
         || {
-            let c = floor.conn();
             for k in 0..singles {
                 fnum += 1;
-                let body = serde_json::to_vec(&Message::user(payload(k)))?;
-                let hash = blake3::hash(&body);
-                // An event row of the journal's size (~250 bytes besides its key and id).
-                let row: Vec<u8> = hash.as_bytes().iter().copied().cycle().take(250).collect();
-                c.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-                c.prepare_cached("INSERT INTO ev (session, seq, event_id, row) VALUES ('s', ?1, ?2, ?3)")?
-                    .execute(rusqlite::params![fnum, format!("e{fnum}"), row])?;
-                c.prepare_cached("INSERT OR IGNORE INTO msg (hash, body) VALUES (?1, ?2)")?
-                    .execute(rusqlite::params![&hash.as_bytes()[..], body])?;
-                c.prepare_cached("UPDATE head SET seq = ?1, hash = ?2 WHERE id = 's'")?
-                    .execute(rusqlite::params![fnum, &hash.as_bytes()[..]])?;
-                c.prepare_cached("COMMIT")?.execute([])?;
+                floor_event(floor.conn(), fnum, &payload(k))?;
             }
             Ok(())
         },
     )?;
+    // The floor's pages per event, on a fresh file with checkpoints off (as `pages_per_event`).
+    let pages_path = dir.join("floor-pages.db");
+    let pages = Store::open(&pages_path, &full)?;
+    pages.conn().execute_batch(FLOOR_TABLES)?;
+    pages.conn().pragma_update(None, "wal_autocheckpoint", 0)?;
+    let before = wal_frames(&pages_path);
+    for k in 0..singles {
+        floor_event(pages.conn(), i64::try_from(k + 1)?, &payload(k))?;
+    }
+    let per_event = wal_frames(&pages_path).saturating_sub(before) as f64 / singles as f64;
     let n = singles as f64;
     Ok(Row::info(
         DURABLE_FLOOR.0,
         DURABLE_FLOOR.1,
         pair.speed_ratio(),
-        format!("{:.0} vs {:.0} events/s", n / pair.ours.as_secs_f64(), n / pair.baseline.as_secs_f64()),
+        format!(
+            "{:.0} vs {:.0} events/s; {per_event:.1} WAL pages per event",
+            n / pair.ours.as_secs_f64(),
+            n / pair.baseline.as_secs_f64()
+        ),
     ))
+}
+
+/// One event of the floor: its transaction and the bare rows it writes.
+fn floor_event(c: &rusqlite::Connection, seq: i64, payload: &str) -> anyhow::Result<()> {
+    let body = serde_json::to_vec(&Message::user(payload.to_string()))?;
+    let hash = blake3::hash(&body);
+    // An event row of the journal's size (~250 bytes besides its key and id).
+    let row: Vec<u8> = hash.as_bytes().iter().copied().cycle().take(250).collect();
+    c.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    c.prepare_cached("INSERT INTO ev (session, seq, event_id, row) VALUES ('s', ?1, ?2, ?3)")?
+        .execute(rusqlite::params![seq, format!("e{seq}"), row])?;
+    c.prepare_cached("INSERT OR IGNORE INTO msg (hash, body) VALUES (?1, ?2)")?
+        .execute(rusqlite::params![&hash.as_bytes()[..], body])?;
+    c.prepare_cached("UPDATE head SET seq = ?1, hash = ?2 WHERE id = 's'")?
+        .execute(rusqlite::params![seq, &hash.as_bytes()[..]])?;
+    c.prepare_cached("COMMIT")?.execute([])?;
+    Ok(())
 }
 
 /// Writes a session of `total` events (`event(n)` for n in 1..total) in batches of 1 000.
