@@ -311,7 +311,7 @@ pub fn body_bytes(capture: &Capture, history: &[Message], max_tokens: u64, edits
 /// BLAKE3 of a history's JSON: the rewind check compares restores by it, byte for byte.
 pub fn history_digest(h: &[Message]) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
-    let _ = serde_json::to_writer(&mut hasher, h);
+    salvage_types::ccr_key::hash_json_into(&mut hasher, h);
     *hasher.finalize().as_bytes()
 }
 
@@ -339,13 +339,21 @@ impl RunningDigest {
 
     /// `messages` appended.
     pub fn extend(&mut self, messages: &[Message]) {
-        for m in messages {
-            if !self.empty {
-                self.hasher.update(b",");
-            }
-            let _ = serde_json::to_writer(&mut self.hasher, m);
-            self.empty = false;
+        if messages.is_empty() {
+            return;
         }
+        // The JSON of the appended messages, continuing the array (a comma before each but the
+        // first of all), hashed in large pieces (see `hash_json_into`).
+        let empty = self.empty;
+        salvage_types::ccr_key::hash_written(&mut self.hasher, |w| {
+            for (i, m) in messages.iter().enumerate() {
+                if i > 0 || !empty {
+                    let _ = w.write_all(b",");
+                }
+                let _ = serde_json::to_writer(&mut *w, m);
+            }
+        });
+        self.empty = false;
     }
 
     /// [`history_digest`] of the history so far.
