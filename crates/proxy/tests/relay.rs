@@ -224,3 +224,39 @@ fn a_slow_journal_holds_the_queue_within_its_bytes_and_the_clients_wait() {
     let events = j.events(&sessions[0].id, 0, 1000).expect("events");
     assert_eq!(events.iter().filter(|e| e.kind == "request_sent").count(), 12);
 }
+
+#[test]
+fn an_unreachable_upstream_is_a_502_that_says_why() {
+    let rt = runtime();
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+    let up = closed.local_addr().expect("addr");
+    drop(closed);
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
+    let writer = Writer::start(
+        journal,
+        WriterOptions { captures: Some(dir.path().join("captures")), settings: Default::default() },
+        Box::new(|_| {}),
+    )
+    .expect("writer");
+    let proxy = Proxy::new(options(up, 1 << 20), Some(writer), Box::new(|_| {})).expect("proxy");
+    let addr = serve(&rt, proxy.clone());
+    // A turn and a request that is not one: the client hears that the upstream could not be
+    // reached, and where, instead of an empty reply.
+    for path in ["/v1/messages", "/v1/models"] {
+        let mut c = BufReader::new(TcpStream::connect(addr).expect("connect"));
+        let (status, text) = loopback::exchange(&mut c, path, &[], &body(100)).expect("an answer");
+        let text = String::from_utf8_lossy(&text);
+        assert_eq!(status, 502, "{path}: {text}");
+        assert!(text.contains(&up.to_string()) && text.contains("refused"), "{path}: {text}");
+    }
+    // The turn's failure is still journaled and captured.
+    proxy.flush();
+    let j = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("reopen");
+    let sessions = j.sessions().expect("sessions");
+    assert_eq!(sessions.len(), 1);
+    let events = j.events(&sessions[0].id, 0, 100).expect("events");
+    assert!(events.iter().any(|e| e.kind == "provider_error"), "{events:?}");
+    assert_eq!(std::fs::read_dir(dir.path().join("captures")).expect("captures").count(), 1);
+}

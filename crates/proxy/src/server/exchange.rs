@@ -4,7 +4,7 @@
 //! classified, and either passed to the client (journaled, captured) or, with `--recover` and a
 //! recoverable class, handed to the engine, which retries until an answer or its bound.
 
-use super::http::{error_chain, full, refused, send, strip_hop_by_hop, upstream_uri};
+use super::http::{error_chain, full, refused, send, strip_hop_by_hop, unreachable, upstream_uri};
 use super::tee::{relay, Finish};
 use super::{ProxyBody, ProxyError, State};
 use crate::assemble::Assembler;
@@ -95,7 +95,8 @@ pub(super) async fn handle(
             Ok(resp) => Ok(relay(resp, None)),
             Err(e) => match body.failure() {
                 Some(b) => Ok(refused(&b)),
-                None => Err(ProxyError::Transport(e)),
+                None if e.connect => Ok(unreachable(&head.uri, &e.message)),
+                None => Err(ProxyError::Transport(e.message)),
             },
         };
     };
@@ -112,7 +113,8 @@ enum Sent {
     Accepted(Response<Incoming>),
     /// The client's body could not be relayed: the proxy's own answer.
     Refused(Response<ProxyBody>),
-    /// A rejection, with the response to pass to the client (none: a transport failure).
+    /// A rejection, with the response to pass to the client (none: the upstream's connection broke
+    /// after the request was sent; the proxy's own 502 when the upstream could not be reached).
     Rejected(Rejection, Option<Response<ProxyBody>>),
 }
 
@@ -165,7 +167,12 @@ impl Exchange {
                 Sent::Accepted(resp)
             }
             Ok(resp) => rejected(resp).await,
-            Err(t) => Sent::Rejected(transport(t), None),
+            // Never reached: the client is told so. Cut off after sending: its connection drops
+            // as the upstream's did.
+            Err(t) => {
+                let answer = t.connect.then(|| unreachable(&h.uri, &t.message));
+                Sent::Rejected(transport(t.message), answer)
+            }
         }
     }
 

@@ -79,6 +79,16 @@ fn plain(status: StatusCode, text: &str) -> Response<ProxyBody> {
     r
 }
 
+/// Why a request upstream got no response.
+#[derive(Debug, Clone)]
+pub(super) struct Unanswered {
+    /// The error and its causes.
+    pub message: String,
+    /// No connection to the upstream could be made (refused, DNS, TLS handshake): nothing was
+    /// sent, so there is no upstream behaviour to mirror and the proxy answers 502 itself.
+    pub connect: bool,
+}
+
 /// Sends one request upstream.
 pub(super) async fn send(
     st: &State,
@@ -86,12 +96,19 @@ pub(super) async fn send(
     uri: &Uri,
     headers: &HeaderMap,
     body: Outgoing,
-) -> Result<Response<Incoming>, String> {
+) -> Result<Response<Incoming>, Unanswered> {
     let mut req = Request::new(body);
     *req.method_mut() = method.clone();
     *req.uri_mut() = uri.clone();
     *req.headers_mut() = headers.clone();
-    st.client.request(req).await.map_err(|e| error_chain(&e))
+    st.client.request(req).await.map_err(|e| Unanswered { message: error_chain(&e), connect: e.is_connect() })
+}
+
+/// The proxy's answer when the upstream could not be reached: 502 naming where and why.
+pub(super) fn unreachable(uri: &Uri, why: &str) -> Response<ProxyBody> {
+    let place =
+        format!("{}://{}", uri.scheme_str().unwrap_or("http"), uri.authority().map_or("", |a| a.as_str()));
+    plain(StatusCode::BAD_GATEWAY, &format!("salvage proxy: upstream {place} unreachable: {why}\n"))
 }
 
 /// The proxy's own answer to a request body it could not relay: 413 over the cap, 400 when the
