@@ -8,6 +8,7 @@ use super::http::{error_chain, full, refused, send, strip_hop_by_hop, unreachabl
 use super::tee::{relay, Finish};
 use super::{ProxyBody, ProxyError, State};
 use crate::assemble::Assembler;
+use crate::decode::{decode_whole, Coding};
 use crate::record::{Turn, Writer, SESSION_HEADER};
 use crate::recover::{Next, Recovery, Rejection};
 use crate::route::{self, Api, Parsed};
@@ -181,11 +182,11 @@ impl Exchange {
         let header =
             |name| resp.headers().get(name).and_then(|v: &hyper::header::HeaderValue| v.to_str().ok());
         let sse = header(hyper::header::CONTENT_TYPE).is_some_and(|c| c.contains("text/event-stream"));
-        let encoded =
-            header(hyper::header::CONTENT_ENCODING).is_some_and(|c| !c.eq_ignore_ascii_case("identity"));
-        if !encoded {
-            self.turn.response = Some(Assembler::new(self.api, sse));
-        }
+        // The client gets the body as encoded; the parser reads a decoded copy.
+        self.turn.response = Some(match Coding::of(header(hyper::header::CONTENT_ENCODING)) {
+            Some(coding) => Assembler::encoded(self.api, sse, coding),
+            None => Assembler::unreadable(self.api),
+        });
         relay(resp, Some(Finish { turn: self.turn, writer: self.writer }))
     }
 
@@ -323,7 +324,11 @@ async fn rejected(resp: Response<Incoming>) -> Sent {
     match body.collect().await {
         Ok(b) => {
             let b = b.to_bytes();
-            let text = String::from_utf8_lossy(&b).into_owned();
+            // Read as the client would read it: decoded (the client still gets it as it came).
+            let coding =
+                Coding::of(parts.headers.get(hyper::header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()));
+            let plain = coding.and_then(|c| decode_whole(c, &b, crate::assemble::MAX_JSON_COPY));
+            let text = String::from_utf8_lossy(plain.as_deref().unwrap_or(&b)).into_owned();
             let size = crate::capture::reported_size(&text);
             let r = Rejection {
                 status: Some(status.as_u16()),
