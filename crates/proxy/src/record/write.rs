@@ -194,20 +194,30 @@ fn record_response(turn: &mut Turn, a: Assembled, history: &[Message]) {
         let failure = Failure { message: e.clone(), transport: Some(e), ..Failure::default() };
         record_failure(turn, failure, history);
     }
-    // The journal's stop reasons are typed: the output limit as each provider says it, any other
-    // stop (end_turn, tool_use, stop, completed) as end_turn. A cut-off answer is said by its
-    // provider_error (upstream) or not at all (the client left).
-    let stop = match a.stop_reason.as_deref() {
-        Some("max_tokens" | "incomplete") => StopReason::MaxTokens,
-        Some("length") => StopReason::Length,
-        _ => StopReason::EndTurn,
-    };
+    let stop = stop_reason(a.stop_reason.as_deref(), !a.message.tool_calls.is_empty());
     let has_reply = !a.message.content.is_empty() || !a.message.tool_calls.is_empty();
     turn.step(
         EventBody::ResponseReceived { stop_reason: stop, output_tokens: a.output_tokens },
         if has_reply { HistoryChange::Append(vec![a.message]) } else { HistoryChange::None },
         Vec::new(),
     );
+}
+
+/// The journal's stop reason for what the provider said: Anthropic's own words as they are,
+/// OpenAI chat's `stop`, `tool_calls`, `length`, `content_filter` and a Responses status
+/// (`completed`, with function calls a tool use; `incomplete`, the output limit) as their
+/// equivalents. A response that ended without saying (cut off, or the client left) and a stop
+/// the journal has no word for are unrecorded, never a complete answer.
+fn stop_reason(said: Option<&str>, tool_calls: bool) -> StopReason {
+    let Some(said) = said else { return StopReason::Unrecorded };
+    StopReason::parse(said).unwrap_or(match said {
+        "stop" | "completed" if tool_calls => StopReason::ToolUse,
+        "stop" | "completed" => StopReason::EndTurn,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "incomplete" => StopReason::MaxTokens,
+        "content_filter" => StopReason::Refusal,
+        _ => StopReason::Unrecorded,
+    })
 }
 
 /// Stores the originals recovery archived, before the events that reference them.
