@@ -260,3 +260,60 @@ fn an_unreachable_upstream_is_a_502_that_says_why() {
     assert!(events.iter().any(|e| e.kind == "provider_error"), "{events:?}");
     assert_eq!(std::fs::read_dir(dir.path().join("captures")).expect("captures").count(), 1);
 }
+
+#[test]
+fn trailers_reach_a_client_that_accepts_them() {
+    let rt = runtime();
+    // An upstream that sends a trailer field when, and only when, the request says it takes them.
+    let listener = rt.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0))).expect("bind");
+    let up = listener.local_addr().expect("addr");
+    rt.spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut r = tokio::io::BufReader::new(s);
+                let (mut len, mut te) = (0usize, false);
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().expect("length");
+                    }
+                    te |= lower.starts_with("te:") && lower.contains("trailers");
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0u8; len];
+                r.read_exact(&mut body).await.expect("body");
+                let answer = r#"{"content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn"}"#;
+                let trailer = if te { "x-checksum: abc\r\n" } else { "" };
+                let out = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ntrailer: x-checksum\r\nconnection: close\r\n\r\n{:x}\r\n{answer}\r\n0\r\n{trailer}\r\n", answer.len());
+                r.get_mut().write_all(out.as_bytes()).await.expect("answer");
+                let _ = r.get_mut().shutdown().await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
+    let writer = Writer::start(
+        journal,
+        WriterOptions { captures: None, settings: Default::default() },
+        Box::new(|_| {}),
+    )
+    .expect("writer");
+    for writer in [None, Some(writer)] {
+        let proxy = Proxy::new(options(up, 1 << 20), writer, Box::new(|_| {})).expect("proxy");
+        let addr = serve(&rt, proxy);
+        let mut c = TcpStream::connect(addr).expect("connect");
+        let b = body(100);
+        write!(c, "POST /v1/messages HTTP/1.1\r\nhost: x\r\nte: trailers\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", b.len())
+            .expect("head");
+        c.write_all(&b).expect("body");
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).expect("answer");
+        assert!(answer.to_ascii_lowercase().contains("\r\n0\r\nx-checksum: abc\r\n\r\n"), "{answer}");
+    }
+}

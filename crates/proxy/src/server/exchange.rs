@@ -4,7 +4,9 @@
 //! classified, and either passed to the client (journaled, captured) or, with `--recover` and a
 //! recoverable class, handed to the engine, which retries until an answer or its bound.
 
-use super::http::{error_chain, full, refused, send, strip_hop_by_hop, unreachable, upstream_uri};
+use super::http::{
+    accepts_trailers, error_chain, full, refused, send, strip_hop_by_hop, unreachable, upstream_uri,
+};
 use super::tee::{relay, Finish};
 use super::{ProxyBody, ProxyError, State};
 use crate::assemble::Assembler;
@@ -44,6 +46,9 @@ impl Head {
         let uri = upstream_uri(&st.options.upstream, &parts.uri)?;
         let mut headers = parts.headers.clone();
         strip_hop_by_hop(&mut headers);
+        if accepts_trailers(&parts.headers) {
+            headers.insert(hyper::header::TE, hyper::header::HeaderValue::from_static("trailers"));
+        }
         headers.remove(hyper::header::HOST);
         headers.remove(hyper::header::CONTENT_LENGTH);
         let session_header = headers.remove(SESSION_HEADER).and_then(|v| v.to_str().ok().map(str::to_string));

@@ -9,7 +9,8 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode, Uri};
 
-/// The hop-by-hop headers (RFC 9110 section 7.6.1), never relayed.
+/// The hop-by-hop headers (RFC 9110 section 7.6.1), never relayed. `trailer` is not one: it
+/// announces the trailer fields of the message, which are relayed.
 const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
@@ -17,10 +18,17 @@ const HOP_BY_HOP: &[&str] = &[
     "proxy-authenticate",
     "proxy-authorization",
     "te",
-    "trailer",
     "transfer-encoding",
     "upgrade",
 ];
+
+/// Whether a request's `te` accepts trailer fields (the proxy relays them, so it asks the upstream
+/// for them in turn).
+pub(super) fn accepts_trailers(headers: &HeaderMap) -> bool {
+    headers.get_all(hyper::header::TE).iter().filter_map(|v| v.to_str().ok()).any(|v| {
+        v.split(',').any(|t| t.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("trailers")))
+    })
+}
 
 /// Removes the hop-by-hop headers and those the `connection` header names.
 pub(super) fn strip_hop_by_hop(headers: &mut HeaderMap) {
