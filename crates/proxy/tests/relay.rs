@@ -317,3 +317,71 @@ fn trailers_reach_a_client_that_accepts_them() {
         assert!(answer.to_ascii_lowercase().contains("\r\n0\r\nx-checksum: abc\r\n\r\n"), "{answer}");
     }
 }
+
+/// An upstream answering every request (read to its content-length) with `answer`, then closing.
+fn canned_upstream(rt: &tokio::runtime::Runtime, answer: &'static str) -> SocketAddr {
+    let listener = rt.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0))).expect("bind");
+    let up = listener.local_addr().expect("addr");
+    rt.spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut r = tokio::io::BufReader::new(s);
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().expect("length");
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0u8; len];
+                r.read_exact(&mut body).await.expect("body");
+                r.get_mut().write_all(answer.as_bytes()).await.expect("answer");
+                let _ = r.get_mut().shutdown().await;
+            });
+        }
+    });
+    up
+}
+
+#[test]
+fn a_rejection_of_a_body_that_is_not_a_history_loses_its_hop_by_hop_headers_too() {
+    let rt = runtime();
+    let up = canned_upstream(
+        &rt,
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 14\r\nkeep-alive: timeout=5\r\nx-hop: 1\r\nconnection: x-hop\r\n\r\n{\"error\":\"no\"}",
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
+    let writer = Writer::start(
+        journal,
+        WriterOptions { captures: None, settings: Default::default() },
+        Box::new(|_| {}),
+    )
+    .expect("writer");
+    let proxy = Proxy::new(options(up, 1 << 20), Some(writer), Box::new(|_| {})).expect("proxy");
+    let addr = serve(&rt, proxy);
+    for body in [&b"not a JSON body"[..], &body(100)[..]] {
+        let mut c = TcpStream::connect(addr).expect("connect");
+        write!(c, "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len())
+            .expect("head");
+        c.write_all(body).expect("body");
+        let mut conn = BufReader::new(c);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            conn.read_line(&mut line).expect("head");
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            head.push_str(&line.to_ascii_lowercase());
+        }
+        assert!(head.starts_with("http/1.1 400"), "{head}");
+        assert!(!head.contains("keep-alive") && !head.contains("x-hop"), "{head}");
+    }
+}

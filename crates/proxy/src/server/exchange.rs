@@ -306,14 +306,7 @@ impl Exchange {
         rejection: Rejection,
     ) -> Result<Response<ProxyBody>, ProxyError> {
         self.writer.send(self.turn).await;
-        match passthrough {
-            Some(r) => {
-                let (mut p, b) = r.into_parts();
-                strip_hop_by_hop(&mut p.headers);
-                Ok(Response::from_parts(p, b))
-            }
-            None => Err(ProxyError::Transport(rejection.message)),
-        }
+        passthrough.ok_or(ProxyError::Transport(rejection.message))
     }
 }
 
@@ -325,7 +318,9 @@ fn transport(t: String) -> Rejection {
 /// A rejection read whole (its body is the message; a size it reports is kept).
 async fn rejected(resp: Response<Incoming>) -> Sent {
     let status = resp.status();
-    let (parts, body) = resp.into_parts();
+    let (mut parts, body) = resp.into_parts();
+    // Whatever becomes of it (passed on as it is, or after a failed recovery), it is relayed.
+    strip_hop_by_hop(&mut parts.headers);
     match body.collect().await {
         Ok(b) => {
             let b = b.to_bytes();
