@@ -88,15 +88,16 @@ pub(super) async fn handle(
         return Ok(refused(&crate::spool::BodyError::TooLarge(max)));
     }
     let head = Head::of(&st, &parts)?;
-    let turn_of = head.api.zip(st.writer.clone());
-    if let Some((_, w)) = &turn_of {
+    // A turn is recorded, or recovered, or both.
+    let turn_of = head.api.filter(|_| st.writer.is_some() || st.options.recover);
+    if let Some(w) = turn_of.and(st.writer.as_ref()) {
         // A journal that fell behind holds new turns back rather than queueing without bound.
         w.not_full().await;
     }
-    // The body goes upstream as it arrives; a turn keeps its frames for the journal.
+    // The body goes upstream as it arrives; a turn keeps its frames for the journal and recovery.
     let (spool, body) = Spool::new(incoming, max, turn_of.is_some());
-    let Some((api, writer)) = turn_of else {
-        // Not a turn (or no journal): relayed as it is.
+    let Some(api) = turn_of else {
+        // Not a turn (or neither journaled nor recovered): relayed as it is.
         return match send(&st, &head.method, &head.uri, &head.headers, Outgoing::Relayed(spool)).await {
             Ok(resp) => Ok(relay(resp, None)),
             Err(e) => match body.failure() {
@@ -110,6 +111,7 @@ pub(super) async fn handle(
     turn.session_header = head.session_header.clone();
     turn.client = head.client.clone();
     turn.upstream = head.upstream();
+    let writer = st.writer.clone();
     Exchange { st, head, api, writer, body, turn }.run(spool).await
 }
 
@@ -129,7 +131,8 @@ struct Exchange {
     st: Arc<State>,
     head: Head,
     api: Api,
-    writer: Writer,
+    /// Where the turn goes (none: nothing is journaled, the turn is only recovered).
+    writer: Option<Writer>,
     /// The client's body, kept.
     body: Kept,
     turn: Turn,
@@ -187,12 +190,13 @@ impl Exchange {
         let header =
             |name| resp.headers().get(name).and_then(|v: &hyper::header::HeaderValue| v.to_str().ok());
         let sse = header(hyper::header::CONTENT_TYPE).is_some_and(|c| c.contains("text/event-stream"));
-        // The client gets the body as encoded; the parser reads a decoded copy.
-        self.turn.response = Some(match Coding::of(header(hyper::header::CONTENT_ENCODING)) {
-            Some(coding) => Assembler::encoded(self.api, sse, coding),
-            None => Assembler::unreadable(self.api),
-        });
-        relay(resp, Some(Finish { turn: self.turn, writer: self.writer }))
+        // The client gets the body as encoded; the parser reads a decoded copy (for the journal).
+        self.turn.response =
+            self.writer.as_ref().map(|_| match Coding::of(header(hyper::header::CONTENT_ENCODING)) {
+                Some(coding) => Assembler::encoded(self.api, sse, coding),
+                None => Assembler::unreadable(self.api),
+            });
+        relay(resp, self.writer.map(|writer| Finish { turn: self.turn, writer }))
     }
 
     /// The request read as a history (on a failure, once).
@@ -305,7 +309,9 @@ impl Exchange {
         passthrough: Option<Response<ProxyBody>>,
         rejection: Rejection,
     ) -> Result<Response<ProxyBody>, ProxyError> {
-        self.writer.send(self.turn).await;
+        if let Some(w) = &self.writer {
+            w.send(self.turn).await;
+        }
         passthrough.ok_or(ProxyError::Transport(rejection.message))
     }
 }
