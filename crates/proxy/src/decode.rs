@@ -8,6 +8,9 @@
 
 use std::io::Write;
 
+/// A request body is decoded up to this size (the proxy's own cap on a body as sent).
+pub const MAX_DECODED_REQUEST: usize = 256 << 20;
+
 /// The input fed to a decoder at once: what one step can yield is this times the coding's ratio.
 const STEP: usize = 512;
 
@@ -140,6 +143,18 @@ impl Decoder {
             out(buf);
             buf.clear();
         }
+    }
+}
+
+/// A request body as the client encoded it (`coding`, from its `content-encoding`), decoded; the
+/// error says why it cannot be read.
+pub fn decoded_request(coding: Option<Coding>, body: bytes::Bytes) -> Result<bytes::Bytes, String> {
+    match coding {
+        Some(Coding::Identity) => Ok(body),
+        Some(c) => decode_whole(c, &body, MAX_DECODED_REQUEST).map(bytes::Bytes::from).ok_or_else(|| {
+            format!("not valid {c:?} content, or more than {MAX_DECODED_REQUEST} bytes decoded")
+        }),
+        None => Err("a content-encoding the proxy does not read".into()),
     }
 }
 

@@ -95,6 +95,8 @@ pub struct Turn {
     pub started: DateTime<Utc>,
     /// The body as the client sent it (kept as it was relayed).
     pub body: Kept,
+    /// The body's content-coding (its `content-encoding`; none: one the proxy does not read).
+    pub coding: Option<crate::decode::Coding>,
     /// The body read as a history, when the request path already did (a failure).
     pub parsed: Option<Parsed>,
     /// The events of the exchange, in order. A `request_sent` with an empty digest is attempt 0,
@@ -134,6 +136,7 @@ impl Turn {
             upstream: String::new(),
             started,
             body,
+            coding: Some(crate::decode::Coding::Identity),
             parsed: None,
             steps: Vec::new(),
             blobs: Vec::new(),

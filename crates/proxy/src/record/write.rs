@@ -95,7 +95,12 @@ pub(super) fn prepare(
             Read { session, keyed: Arc::new(Keyed::of(&p.history)), parsed: Arc::new(p) }
         }
         None => {
-            let frames = turn.body.frames().map_err(|e| WriteError::Body(e.to_string()))?;
+            let mut frames = turn.body.frames().map_err(|e| WriteError::Body(e.to_string()))?;
+            if turn.coding != Some(crate::decode::Coding::Identity) {
+                // An encoded body is read decoded (as one piece: its frames share no prefix).
+                let whole = bytes::Bytes::from(frames.concat());
+                frames = vec![crate::decode::decoded_request(turn.coding, whole).map_err(WriteError::Body)?];
+            }
             recent.read(turn.api, turn.session_header.as_deref(), &frames).map_err(WriteError::Body)?
         }
     };

@@ -10,7 +10,7 @@ use super::http::{
 use super::tee::{relay, Finish};
 use super::{ProxyBody, ProxyError, State};
 use crate::assemble::Assembler;
-use crate::decode::{decode_whole, Coding};
+use crate::decode::{decode_whole, decoded_request, Coding};
 use crate::record::{Turn, Writer, SESSION_HEADER};
 use crate::recover::{Next, Recovery, Rejection};
 use crate::route::{self, Api, Parsed};
@@ -109,6 +109,8 @@ pub(super) async fn handle(
     };
     let mut turn = Turn::relayed(api, body.clone(), started);
     turn.session_header = head.session_header.clone();
+    turn.coding =
+        Coding::of(parts.headers.get(hyper::header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()));
     turn.client = head.client.clone();
     turn.upstream = head.upstream();
     let writer = st.writer.clone();
@@ -202,14 +204,15 @@ impl Exchange {
     /// The request read as a history (on a failure, once).
     async fn parse_request(&mut self) -> Option<Parsed> {
         if self.turn.parsed.is_none() {
-            match self.body.read_whole(self.st.options.max_request_bytes).await {
+            let whole = self.body.read_whole(self.st.options.max_request_bytes).await;
+            match whole.map_err(|e| e.to_string()).and_then(|w| decoded_request(self.turn.coding, w)) {
                 Ok(whole) => match route::parse(self.api, &whole) {
                     Ok(p) => self.turn.parsed = Some(p),
                     Err(e) => (self.st.log)(&format!(
                         "request body not read as a history ({e}); relayed unrecorded"
                     )),
                 },
-                Err(e) => (self.st.log)(&format!("request body not read whole ({e}); relayed unrecorded")),
+                Err(e) => (self.st.log)(&format!("request body not read ({e}); relayed unrecorded")),
             }
         }
         self.turn.parsed.clone()
@@ -261,6 +264,8 @@ impl Exchange {
         mut passthrough: Option<Response<ProxyBody>>,
     ) -> Result<Response<ProxyBody>, ProxyError> {
         let key = crate::record::session_id(self.turn.session_header.as_deref(), &parsed.history);
+        // A retry is the proxy's own plain JSON, whatever the client's body was encoded in.
+        self.head.headers.remove(hyper::header::CONTENT_ENCODING);
         let o = &self.st.options;
         let mut r = Recovery::new(
             self.api,
