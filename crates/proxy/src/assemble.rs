@@ -27,6 +27,8 @@ pub struct Assembled {
     pub output_tokens: Option<u64>,
     /// An error event inside a 200 stream (Anthropic `event: error`).
     pub stream_error: Option<String>,
+    /// The response's id (OpenAI Responses), which a later request may continue.
+    pub response_id: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +78,7 @@ impl Assembler {
                 input_tokens: None,
                 output_tokens: None,
                 stream_error: None,
+                response_id: None,
             },
         }
     }
@@ -314,6 +317,9 @@ impl Assembler {
     }
 
     fn responses_object(&mut self, r: &Value) {
+        if let Some(id) = r.get("id").and_then(Value::as_str) {
+            self.out.response_id = Some(id.to_string());
+        }
         for item in r.get("output").and_then(Value::as_array).into_iter().flatten() {
             match item.get("type").and_then(Value::as_str) {
                 Some("message") => {

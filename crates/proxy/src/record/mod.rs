@@ -14,11 +14,13 @@
 
 mod batch;
 mod cache;
+mod chain;
 mod write;
 mod writer;
 
 pub use batch::{write_batch, TurnResult, BATCH_BYTES, BATCH_TURNS};
 pub use cache::{Recent, CACHE_BYTES, CACHE_SESSIONS};
+pub use chain::CHAINS;
 pub use write::{write_turn, WriteError};
 pub use writer::{Reserve, Writer, WriterOptions, Written, QUEUE_BYTES};
 

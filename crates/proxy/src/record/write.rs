@@ -104,11 +104,17 @@ pub(super) fn prepare(
             recent.read(turn.api, turn.session_header.as_deref(), &frames).map_err(WriteError::Body)?
         }
     };
+    let read = continuing(recent, &turn, read);
     let (parsed, keyed) = (&read.parsed, &read.keyed);
     let session = read.session.clone();
     complete_attempt_zero(&mut turn, &parsed.history, keyed);
     if let Some(asm) = turn.response.take() {
-        record_response(&mut turn, asm.finish(), &parsed.history);
+        let a = asm.finish();
+        let reply = a.response_id.clone().filter(|_| a.stream_error.is_none() && turn.cut.is_none());
+        if let Some(id) = reply {
+            recent.chains.keep(id, session.clone(), parsed.clone(), a.message.clone());
+        }
+        record_response(&mut turn, a, &parsed.history);
     }
     store_blobs(journal, &turn)?;
     let head = match heads.get(&session) {
@@ -134,6 +140,18 @@ pub(super) fn prepare(
     heads.insert(session.clone(), head_after(keyed, &steps));
     let error_step = steps.iter().position(|s| matches!(s.body, EventBody::ProviderError { .. }));
     Ok(Prepared { session, read, history, steps, error_step, turn })
+}
+
+/// A request that continues a response the writer journaled (`previous_response_id`): in that
+/// response's session (unless the request names its own) with the history the model is given.
+fn continuing(recent: &Recent, turn: &Turn, read: Read) -> Read {
+    let previous = read.parsed.request.fields.get("previous_response_id").and_then(serde_json::Value::as_str);
+    let Some((session, earlier)) = previous.and_then(|id| recent.chains.after(id)) else { return read };
+    let history = super::chain::continued(&earlier, &read.parsed.history);
+    let session = if turn.session_header.is_some() { read.session } else { session };
+    let mut parsed = Parsed::clone(&read.parsed);
+    parsed.history = history;
+    Read { session, keyed: Arc::new(Keyed::of(&parsed.history)), parsed: Arc::new(parsed) }
 }
 
 /// The session's message keys after a turn: the request's history, then the turn's own changes.
