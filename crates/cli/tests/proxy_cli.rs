@@ -385,10 +385,11 @@ fn a_tls_upstream_is_trusted_through_upstream_ca() {
     }
     proxy.stop();
     assert_eq!(events(&db).len(), 2);
-    // Without the CA the certificate is refused and the client's connection drops.
+    // Without the CA the certificate is refused: the client is told so by a 502.
     let proxy = ProxyProc::start(&upstream, &dir.path().join("t.db"), &[]);
     let r = sdk(serde_json::json!({"sdk": "anthropic", "base_url": proxy.url, "size": 500}));
-    assert_ne!(r.status, Some(200), "{r:?}");
+    assert_eq!(r.status, Some(502), "{r:?}");
+    assert!(r.error.as_deref().is_some_and(|e| e.contains("certificate")), "{r:?}");
     proxy.stop();
 }
 
