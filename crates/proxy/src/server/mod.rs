@@ -160,9 +160,9 @@ impl Proxy {
         })
     }
 
-    /// Serves connections from `listener` until the future is dropped. A failed accept (out of
-    /// file descriptors under a burst of connections, a connection reset before it was accepted)
-    /// does not stop the proxy: it is logged once and accepting resumes shortly.
+    /// Serves connections from `listener` until the future is dropped. A failed accept does not
+    /// stop the proxy: a connection reset before it was accepted is skipped, and running out of
+    /// file descriptors under a burst of connections is logged once and accepting resumes shortly.
     pub async fn serve(self, listener: TcpListener) -> Result<(), ProxyError> {
         let mut failing = false;
         loop {
@@ -172,10 +172,16 @@ impl Proxy {
                     stream
                 }
                 Err(e) => {
+                    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, Interrupted};
+                    if matches!(e.kind(), ConnectionAborted | ConnectionReset | Interrupted) {
+                        // That connection is gone; the next one is accepted at once.
+                        continue;
+                    }
                     if !failing {
                         (self.state.log)(&format!("accept: {e} (accepting again shortly)"));
                     }
                     failing = true;
+                    // Out of descriptors or memory: give the connections being served time to end.
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
