@@ -125,6 +125,23 @@ pub fn run_child(program: &std::path::Path, args: &[&std::ffi::OsStr]) -> anyhow
     Ok(ChildRun { peak: kb * 1024, wall })
 }
 
+/// The frames of the `-wal` of the SQLite file at `db` (0 when there is none): the frames of its
+/// current generation, those whose salts are the header's (a checkpoint that restarts the log
+/// changes the salts and writes over the old frames from the start). Each frame is one page a
+/// commit wrote, so the difference over a workload during which no checkpoint restarts the log
+/// (checkpoints off, or a fresh file) is the pages it wrote: a count that does not depend on the
+/// machine's load as its time does.
+pub fn wal_frames(db: &std::path::Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    let Ok(bytes) = std::fs::read(std::path::Path::new(&wal)) else { return 0 };
+    let Some(header) = bytes.get(..32) else { return 0 };
+    let page = header.get(8..12).map_or(0, |b| b.iter().fold(0usize, |n, x| n << 8 | usize::from(*x)));
+    let salts = header.get(16..24);
+    let frames = bytes.get(32..).unwrap_or_default().chunks_exact(page + 24);
+    frames.take_while(|f| f.get(8..16) == salts).count() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +189,23 @@ mod tests {
             &["-c".as_ref(), "head -c 50000000 /dev/zero | tail -c 1 >/dev/null; exit 0".as_ref()],
         );
         assert!(ok.map(|r| r.peak > 0).unwrap_or(false));
+    }
+
+    #[test]
+    fn wal_frames_counts_the_frames_sqlite_reports() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("w.db");
+        assert_eq!(wal_frames(&path), 0, "no -wal yet");
+        let conn = rusqlite::Connection::open(&path)?;
+        conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        conn.execute_batch("CREATE TABLE t (b BLOB)")?;
+        for n in [10usize, 3000, 20_000] {
+            conn.execute("INSERT INTO t VALUES (?1)", [vec![7u8; n]])?;
+            // A passive checkpoint reports the frames in the log and leaves the log as it is.
+            let log: i64 = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))?;
+            assert_eq!(wal_frames(&path), u64::try_from(log)?, "after a {n}-byte row");
+        }
+        Ok(())
     }
 }

@@ -385,9 +385,45 @@ fn a_tls_upstream_is_trusted_through_upstream_ca() {
     }
     proxy.stop();
     assert_eq!(events(&db).len(), 2);
-    // Without the CA the certificate is refused and the client's connection drops.
+    // Without the CA the certificate is refused: the client is told so by a 502.
     let proxy = ProxyProc::start(&upstream, &dir.path().join("t.db"), &[]);
     let r = sdk(serde_json::json!({"sdk": "anthropic", "base_url": proxy.url, "size": 500}));
-    assert_ne!(r.status, Some(200), "{r:?}");
+    assert_eq!(r.status, Some(502), "{r:?}");
+    assert!(r.error.as_deref().is_some_and(|e| e.contains("certificate")), "{r:?}");
     proxy.stop();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_burst_of_connections_past_the_descriptor_limit_does_not_stop_the_proxy() {
+    let Setup { _rt, up: _up, upstream, dir: _dir, db } = plain_upstream(1 << 20);
+    // The proxy runs with few file descriptors (as under a low `ulimit -n`).
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 48 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_salvage"))
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream, "--no-journal"])
+        .arg("--db")
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("salvage proxy starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
+    let addr = line.split_whitespace().nth(2).and_then(|u| u.strip_prefix("http://")).expect("address");
+    let addr: std::net::SocketAddr = addr.parse().expect("socket address");
+    // More connections at once than the proxy has descriptors for.
+    let burst: Vec<std::net::TcpStream> =
+        (0..80).filter_map(|_| std::net::TcpStream::connect(addr).ok()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(burst);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let alive = child.try_wait().expect("status").is_none();
+    let mut c = std::io::BufReader::new(std::net::TcpStream::connect(addr).expect("the proxy still listens"));
+    let (status, _) = loopback::exchange(&mut c, "/v1/messages", &[], b"{}").expect("an answer");
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("output");
+    assert!(alive, "the proxy exited: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(status, 200);
 }

@@ -4,6 +4,7 @@
 //! is one document: its frames are kept by reference (the frames relayed, not a copy) and parsed
 //! when the response ends, by the writer, off the request path.
 
+use crate::decode::{decode_whole, Coding, Decoder};
 use crate::route::Api;
 use bytes::{Bytes, BytesMut};
 use salvage_types::message::{Message, ToolCall};
@@ -26,6 +27,8 @@ pub struct Assembled {
     pub output_tokens: Option<u64>,
     /// An error event inside a 200 stream (Anthropic `event: error`).
     pub stream_error: Option<String>,
+    /// The response's id (OpenAI Responses), which a later request may continue.
+    pub response_id: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -48,6 +51,9 @@ pub struct Assembler {
     calls: Vec<Call>,
     /// Anthropic content block index → call index.
     block_call: Vec<(u64, usize)>,
+    /// The body's content-coding: a stream is decoded as it arrives, a JSON body when it ends.
+    coding: Coding,
+    decoder: Option<Decoder>,
     out: Assembled,
 }
 
@@ -64,20 +70,41 @@ impl Assembler {
             text: String::new(),
             calls: Vec::new(),
             block_call: Vec::new(),
+            coding: Coding::Identity,
+            decoder: None,
             out: Assembled {
                 message: Message::assistant(""),
                 stop_reason: None,
                 input_tokens: None,
                 output_tokens: None,
                 stream_error: None,
+                response_id: None,
             },
         }
+    }
+
+    /// A parser for a response body encoded in `coding` (its `content-encoding`).
+    pub fn encoded(api: Api, sse: bool, coding: Coding) -> Assembler {
+        let mut a = Assembler::new(api, sse);
+        a.coding = coding;
+        if sse && coding != Coding::Identity {
+            a.decoder = Some(Decoder::new(coding));
+        }
+        a
+    }
+
+    /// A parser of a body in a coding the proxy does not read: the response is recorded as
+    /// accepted, its reply as unknown.
+    pub fn unreadable(api: Api) -> Assembler {
+        let mut a = Assembler::new(api, false);
+        a.json_over = true;
+        a
     }
 
     /// Feeds the next bytes of the body.
     pub fn feed(&mut self, chunk: &[u8]) {
         if self.sse {
-            self.feed_sse(chunk);
+            self.feed_encoded_sse(chunk);
         } else {
             self.keep_json(Bytes::copy_from_slice(chunk));
         }
@@ -87,9 +114,20 @@ impl Assembler {
     /// reference, not a copy).
     pub fn feed_bytes(&mut self, chunk: &Bytes) {
         if self.sse {
-            self.feed_sse(chunk);
+            self.feed_encoded_sse(chunk);
         } else {
             self.keep_json(chunk.clone());
+        }
+    }
+
+    /// An event stream's bytes, decoded first when the stream is encoded.
+    fn feed_encoded_sse(&mut self, chunk: &[u8]) {
+        match self.decoder.take() {
+            None => self.feed_sse(chunk),
+            Some(mut d) => {
+                d.feed(chunk, &mut |plain| self.feed_sse(plain));
+                self.decoder = Some(d);
+            }
         }
     }
 
@@ -279,6 +317,9 @@ impl Assembler {
     }
 
     fn responses_object(&mut self, r: &Value) {
+        if let Some(id) = r.get("id").and_then(Value::as_str) {
+            self.out.response_id = Some(id.to_string());
+        }
         for item in r.get("output").and_then(Value::as_array).into_iter().flatten() {
             match item.get("type").and_then(Value::as_str) {
                 Some("message") => {
@@ -321,6 +362,13 @@ impl Assembler {
             }
         };
         self.json = Vec::new();
+        let json = match self.coding {
+            Coding::Identity => json,
+            c => match decode_whole(c, &json, MAX_JSON_COPY) {
+                Some(plain) => Bytes::from(plain),
+                None => return,
+            },
+        };
         let Ok(v) = serde_json::from_slice::<Value>(&json) else { return };
         match self.api {
             Api::AnthropicMessages => {
@@ -371,6 +419,9 @@ impl Assembler {
     /// The response ended: the message as rebuilt.
     pub fn finish(mut self) -> Assembled {
         if self.sse {
+            if let Some(mut d) = self.decoder.take() {
+                d.finish(&mut |plain| self.feed_sse(plain));
+            }
             let line = std::mem::take(&mut self.line);
             self.sse_line(&line);
         } else if !self.json_over {

@@ -22,6 +22,7 @@
 
 pub mod assemble;
 pub mod capture;
+pub mod decode;
 pub mod loopback;
 pub mod record;
 pub mod recover;

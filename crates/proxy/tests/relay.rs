@@ -224,3 +224,164 @@ fn a_slow_journal_holds_the_queue_within_its_bytes_and_the_clients_wait() {
     let events = j.events(&sessions[0].id, 0, 1000).expect("events");
     assert_eq!(events.iter().filter(|e| e.kind == "request_sent").count(), 12);
 }
+
+#[test]
+fn an_unreachable_upstream_is_a_502_that_says_why() {
+    let rt = runtime();
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+    let up = closed.local_addr().expect("addr");
+    drop(closed);
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
+    let writer = Writer::start(
+        journal,
+        WriterOptions { captures: Some(dir.path().join("captures")), settings: Default::default() },
+        Box::new(|_| {}),
+    )
+    .expect("writer");
+    let proxy = Proxy::new(options(up, 1 << 20), Some(writer), Box::new(|_| {})).expect("proxy");
+    let addr = serve(&rt, proxy.clone());
+    // A turn and a request that is not one: the client hears that the upstream could not be
+    // reached, and where, instead of an empty reply.
+    for path in ["/v1/messages", "/v1/models"] {
+        let mut c = BufReader::new(TcpStream::connect(addr).expect("connect"));
+        let (status, text) = loopback::exchange(&mut c, path, &[], &body(100)).expect("an answer");
+        let text = String::from_utf8_lossy(&text);
+        assert_eq!(status, 502, "{path}: {text}");
+        assert!(text.contains(&up.to_string()) && text.contains("refused"), "{path}: {text}");
+    }
+    // The turn's failure is still journaled and captured.
+    proxy.flush();
+    let j = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("reopen");
+    let sessions = j.sessions().expect("sessions");
+    assert_eq!(sessions.len(), 1);
+    let events = j.events(&sessions[0].id, 0, 100).expect("events");
+    assert!(events.iter().any(|e| e.kind == "provider_error"), "{events:?}");
+    assert_eq!(std::fs::read_dir(dir.path().join("captures")).expect("captures").count(), 1);
+}
+
+#[test]
+fn trailers_reach_a_client_that_accepts_them() {
+    let rt = runtime();
+    // An upstream that sends a trailer field when, and only when, the request says it takes them.
+    let listener = rt.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0))).expect("bind");
+    let up = listener.local_addr().expect("addr");
+    rt.spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut r = tokio::io::BufReader::new(s);
+                let (mut len, mut te) = (0usize, false);
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().expect("length");
+                    }
+                    te |= lower.starts_with("te:") && lower.contains("trailers");
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0u8; len];
+                r.read_exact(&mut body).await.expect("body");
+                let answer = r#"{"content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn"}"#;
+                let trailer = if te { "x-checksum: abc\r\n" } else { "" };
+                let out = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ntrailer: x-checksum\r\nconnection: close\r\n\r\n{:x}\r\n{answer}\r\n0\r\n{trailer}\r\n", answer.len());
+                r.get_mut().write_all(out.as_bytes()).await.expect("answer");
+                let _ = r.get_mut().shutdown().await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
+    let writer = Writer::start(
+        journal,
+        WriterOptions { captures: None, settings: Default::default() },
+        Box::new(|_| {}),
+    )
+    .expect("writer");
+    for writer in [None, Some(writer)] {
+        let proxy = Proxy::new(options(up, 1 << 20), writer, Box::new(|_| {})).expect("proxy");
+        let addr = serve(&rt, proxy);
+        let mut c = TcpStream::connect(addr).expect("connect");
+        let b = body(100);
+        write!(c, "POST /v1/messages HTTP/1.1\r\nhost: x\r\nte: trailers\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", b.len())
+            .expect("head");
+        c.write_all(&b).expect("body");
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).expect("answer");
+        assert!(answer.to_ascii_lowercase().contains("\r\n0\r\nx-checksum: abc\r\n\r\n"), "{answer}");
+    }
+}
+
+/// An upstream answering every request (read to its content-length) with `answer`, then closing.
+fn canned_upstream(rt: &tokio::runtime::Runtime, answer: &'static str) -> SocketAddr {
+    let listener = rt.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0))).expect("bind");
+    let up = listener.local_addr().expect("addr");
+    rt.spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut r = tokio::io::BufReader::new(s);
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().expect("length");
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0u8; len];
+                r.read_exact(&mut body).await.expect("body");
+                r.get_mut().write_all(answer.as_bytes()).await.expect("answer");
+                let _ = r.get_mut().shutdown().await;
+            });
+        }
+    });
+    up
+}
+
+#[test]
+fn a_rejection_of_a_body_that_is_not_a_history_loses_its_hop_by_hop_headers_too() {
+    let rt = runtime();
+    let up = canned_upstream(
+        &rt,
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 14\r\nkeep-alive: timeout=5\r\nx-hop: 1\r\nconnection: x-hop\r\n\r\n{\"error\":\"no\"}",
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
+    let writer = Writer::start(
+        journal,
+        WriterOptions { captures: None, settings: Default::default() },
+        Box::new(|_| {}),
+    )
+    .expect("writer");
+    let proxy = Proxy::new(options(up, 1 << 20), Some(writer), Box::new(|_| {})).expect("proxy");
+    let addr = serve(&rt, proxy);
+    for body in [&b"not a JSON body"[..], &body(100)[..]] {
+        let mut c = TcpStream::connect(addr).expect("connect");
+        write!(c, "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len())
+            .expect("head");
+        c.write_all(body).expect("body");
+        let mut conn = BufReader::new(c);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            conn.read_line(&mut line).expect("head");
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            head.push_str(&line.to_ascii_lowercase());
+        }
+        assert!(head.starts_with("http/1.1 400"), "{head}");
+        assert!(!head.contains("keep-alive") && !head.contains("x-hop"), "{head}");
+    }
+}

@@ -2,6 +2,7 @@
 
 use salvage_types::message::{Message, Role, ToolCall};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// The text of a synthetic result for a call whose result is missing.
@@ -54,87 +55,106 @@ pub fn synthetic_result(call_id: &str) -> Message {
     m
 }
 
-/// Repairs pairing, tracking where each message came from.
+/// Repairs pairing, tracking where each message came from. Every message is moved, never
+/// copied: a message's tool-call arguments can be the largest thing in a history (a JSON bomb
+/// in one call), and each copy of the history made here used to stay alive beside the input.
 pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
     let mut report = PairingReport::default();
     let n = items.len();
     let mut claimed = vec![false; n];
+    // A slot is emptied when its message moves to the output; the only messages moved ahead of
+    // the walk are results claimed by an earlier call, so an empty slot is always a claimed result.
+    let mut slots: Vec<Option<Tracked>> = items.into_iter().map(Some).collect();
     let mut out: Vec<Tracked> = Vec::with_capacity(n);
-    for (i, item) in items.iter().enumerate() {
-        let m = &item.msg;
-        match m.role {
+    for i in 0..n {
+        let Some(item) = slots.get_mut(i).and_then(Option::take) else { continue };
+        match item.msg.role {
             // A result of a call the provider holds (a chained response) pairs upstream; one a
             // call of this history claimed was placed with that call already.
-            Role::Tool if m.meta.call_held_upstream && claimed.get(i) != Some(&true) => {
-                out.push(item.clone())
-            }
+            Role::Tool if item.msg.meta.call_held_upstream && claimed.get(i) != Some(&true) => out.push(item),
             Role::Tool => {
                 if claimed.get(i) != Some(&true) {
                     report.orphans = report.orphans.saturating_add(1);
-                    report.orphan_ids.push(m.tool_call_id.clone().unwrap_or_default());
+                    report.orphan_ids.push(item.msg.tool_call_id.unwrap_or_default());
                 }
             }
-            Role::Assistant if !m.tool_calls.is_empty() => {
-                let mut asst = item.clone();
-                let mut seen: HashSet<String> = HashSet::new();
-                let before = asst.msg.tool_calls.len();
-                asst.msg.tool_calls.retain(|c| !c.id.is_empty() && seen.insert(c.id.clone()));
-                report.pruned_calls =
-                    report.pruned_calls.saturating_add(before.saturating_sub(asst.msg.tool_calls.len()));
-                let found = claim_results(&items, i, &asst.msg.tool_calls, &mut claimed);
-                let calls = asst.msg.tool_calls.clone();
-                out.push(asst);
-                let k = found.len();
-                let all_found = found.iter().all(Option::is_some);
-                let adjacent = all_found && {
-                    let mut idx: Vec<usize> = found.iter().flatten().copied().collect();
-                    idx.sort_unstable();
-                    idx.iter().enumerate().all(|(o, &x)| i.saturating_add(1).saturating_add(o) == x)
-                };
-                if adjacent && k > 0 {
-                    // Results out of order but adjacent are valid: keep them as they are.
-                    out.extend(items.iter().skip(i.saturating_add(1)).take(k).cloned());
-                } else {
-                    let mut prev: Option<usize> = None;
-                    for (c, f) in calls.iter().zip(&found) {
-                        match f.and_then(|x| Some((x, items.get(x)?))) {
-                            Some((x, result)) => {
-                                // Moved over a non-tool message to sit right after its call.
-                                let mut between = items.iter().take(x).skip(i.saturating_add(1));
-                                if between.any(|t| t.msg.role != Role::Tool) {
-                                    report.relocated = report.relocated.saturating_add(1);
-                                }
-                                if prev.is_some_and(|p| x < p) {
-                                    report.reordered = report.reordered.saturating_add(1);
-                                }
-                                prev = Some(x);
-                                out.push(result.clone());
-                            }
-                            None => {
-                                report.synthetic = report.synthetic.saturating_add(1);
-                                out.push(Tracked { origin: None, msg: synthetic_result(&c.id) });
-                            }
-                        }
-                    }
-                }
+            Role::Assistant if !item.msg.tool_calls.is_empty() => {
+                place_calls(item, i, &mut slots, &mut claimed, &mut out, &mut report);
             }
-            _ => out.push(item.clone()),
+            _ => out.push(item),
         }
     }
     (out, report)
 }
 
+/// Places the assistant message `asst` (at `i`, with tool calls) and its results: its calls
+/// without an id or with a repeated one pruned, each result found after it moved right behind it
+/// (kept in their order when they already sit there), a synthetic result for each missing one.
+fn place_calls(
+    mut asst: Tracked,
+    i: usize,
+    slots: &mut [Option<Tracked>],
+    claimed: &mut [bool],
+    out: &mut Vec<Tracked>,
+    report: &mut PairingReport,
+) {
+    let mut seen: HashSet<String> = HashSet::new();
+    let before = asst.msg.tool_calls.len();
+    asst.msg.tool_calls.retain(|c| !c.id.is_empty() && seen.insert(c.id.clone()));
+    report.pruned_calls =
+        report.pruned_calls.saturating_add(before.saturating_sub(asst.msg.tool_calls.len()));
+    let found = claim_results(slots, i, &asst.msg.tool_calls, claimed);
+    let ids: Vec<String> = asst.msg.tool_calls.iter().map(|c| c.id.clone()).collect();
+    out.push(asst);
+    let k = found.len();
+    let all_found = found.iter().all(Option::is_some);
+    let adjacent = all_found && {
+        let mut idx: Vec<usize> = found.iter().flatten().copied().collect();
+        idx.sort_unstable();
+        idx.iter().enumerate().all(|(o, &x)| i.saturating_add(1).saturating_add(o) == x)
+    };
+    if adjacent && k > 0 {
+        // Results out of order but adjacent are valid: keep them as they are.
+        let after = slots.iter_mut().skip(i.saturating_add(1)).take(k);
+        out.extend(after.filter_map(Option::take));
+        return;
+    }
+    let mut prev: Option<usize> = None;
+    for (id, f) in ids.iter().zip(&found) {
+        let Some(x) = *f else {
+            report.synthetic = report.synthetic.saturating_add(1);
+            out.push(Tracked { origin: None, msg: synthetic_result(id) });
+            continue;
+        };
+        // Moved over a non-tool message to sit right after its call (an emptied slot between
+        // was a result, placed already).
+        let mut between = slots.iter().take(x).skip(i.saturating_add(1));
+        if between.any(|t| t.as_ref().is_some_and(|t| t.msg.role != Role::Tool)) {
+            report.relocated = report.relocated.saturating_add(1);
+        }
+        if prev.is_some_and(|p| x < p) {
+            report.reordered = report.reordered.saturating_add(1);
+        }
+        prev = Some(x);
+        if let Some(result) = slots.get_mut(x).and_then(Option::take) {
+            out.push(result);
+        }
+    }
+}
+
 /// Claims the first unclaimed result of each of `calls` (the calls of the assistant message at
 /// `i`) before the next assistant message: for each call, the index of its result, or `None`.
+/// An emptied slot is a result placed already (claimed).
 fn claim_results(
-    items: &[Tracked],
+    slots: &[Option<Tracked>],
     i: usize,
     calls: &[ToolCall],
     claimed: &mut [bool],
 ) -> Vec<Option<usize>> {
     let mut found: Vec<Option<usize>> = vec![None; calls.len()];
-    let after = items.iter().enumerate().skip(i.saturating_add(1));
-    for (j, t) in after.take_while(|(_, t)| t.msg.role != Role::Assistant) {
+    let after = slots.iter().enumerate().skip(i.saturating_add(1));
+    let live = after.filter_map(|(j, t)| Some((j, t.as_ref()?)));
+    for (j, t) in live.take_while(|(_, t)| t.msg.role != Role::Assistant) {
         if t.msg.role != Role::Tool || claimed.get(j) != Some(&false) {
             continue;
         }
@@ -150,12 +170,16 @@ fn claim_results(
     found
 }
 
-/// Repairs pairing. A history that needs no repair comes back unchanged (and the report is clean).
-pub fn repair(history: &[Message]) -> (Vec<Message>, PairingReport) {
+/// Repairs pairing. A history that needs no repair ([`is_valid`]) comes back borrowed, as it is
+/// (and the report is clean): no copy of it is made.
+pub fn repair(history: &[Message]) -> (Cow<'_, [Message]>, PairingReport) {
+    if is_valid(history) {
+        return (Cow::Borrowed(history), PairingReport::default());
+    }
     let items =
         history.iter().cloned().enumerate().map(|(i, msg)| Tracked { origin: Some(i), msg }).collect();
     let (out, report) = repair_tracked(items);
-    (out.into_iter().map(|t| t.msg).collect(), report)
+    (Cow::Owned(out.into_iter().map(|t| t.msg).collect()), report)
 }
 
 /// True when every call is answered right after it (in any order), no call id is empty or

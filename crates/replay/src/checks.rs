@@ -345,8 +345,10 @@ fn recoverable(run: &Run, capture: &Capture, journal: &Journal, ccr: &Ccr<'_>, s
     }
     match journal.referenced_blobs(&run.session) {
         Ok(refs) => {
-            let unreferenced: Vec<&&str> =
-                sent.iter().filter(|k| !refs.iter().any(|r| r.short() == ***k)).collect();
+            // Each reference's short form once, not once per marker sent (that was quadratic in
+            // the archive's size: thousands of archived results, thousands of markers).
+            let shorts: std::collections::HashSet<String> = refs.iter().map(|r| r.short()).collect();
+            let unreferenced: Vec<&&str> = sent.iter().filter(|k| !shorts.contains(**k)).collect();
             if !unreferenced.is_empty() {
                 problems.push(format!(
                     "marker(s) sent to the model but referenced by no event: {}",

@@ -311,7 +311,7 @@ pub fn body_bytes(capture: &Capture, history: &[Message], max_tokens: u64, edits
 /// BLAKE3 of a history's JSON: the rewind check compares restores by it, byte for byte.
 pub fn history_digest(h: &[Message]) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
-    let _ = serde_json::to_writer(&mut hasher, h);
+    salvage_types::ccr_key::hash_json_into(&mut hasher, h);
     *hasher.finalize().as_bytes()
 }
 
@@ -339,13 +339,21 @@ impl RunningDigest {
 
     /// `messages` appended.
     pub fn extend(&mut self, messages: &[Message]) {
-        for m in messages {
-            if !self.empty {
-                self.hasher.update(b",");
-            }
-            let _ = serde_json::to_writer(&mut self.hasher, m);
-            self.empty = false;
+        if messages.is_empty() {
+            return;
         }
+        // The JSON of the appended messages, continuing the array (a comma before each but the
+        // first of all), hashed in large pieces (see `hash_json_into`).
+        let empty = self.empty;
+        salvage_types::ccr_key::hash_written(&mut self.hasher, |w| {
+            for (i, m) in messages.iter().enumerate() {
+                if i > 0 || !empty {
+                    let _ = w.write_all(b",");
+                }
+                let _ = serde_json::to_writer(&mut *w, m);
+            }
+        });
+        self.empty = false;
     }
 
     /// [`history_digest`] of the history so far.
@@ -514,10 +522,13 @@ impl Driver<'_> {
             Answer::Accepted { input_tokens, .. } => (true, Some(*input_tokens)),
             Answer::Rejected { counted_tokens, .. } => (false, *counted_tokens),
         };
+        // The request's markers, each once, in the order they appear (a set beside the list: a
+        // request after microcompact carries a marker per cleared result, thousands in a long one).
         let mut markers: Vec<String> = Vec::new();
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for m in &req.history {
             for k in salvage_types::ccr_key::find_markers(&m.content) {
-                if !markers.iter().any(|x| x == k) {
+                if seen.insert(k) {
                     markers.push(k.to_string());
                 }
             }

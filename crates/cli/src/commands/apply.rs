@@ -258,7 +258,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &
         }
         Stage::Pairing => {
             let (h, r) = pairing::repair(&history);
-            (h, json!(r))
+            (h.into_owned(), json!(r))
         }
         Stage::Budget => {
             let mut archiver = Archiver::new(archive);

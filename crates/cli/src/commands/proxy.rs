@@ -42,7 +42,8 @@ pub struct Args {
     /// Also trust the certificates of this PEM file for an HTTPS upstream (besides the bundled roots).
     #[arg(long, value_name = "FILE")]
     upstream_ca: Option<PathBuf>,
-    /// Relay only: journal nothing (captures are still written when --captures is given).
+    /// Journal nothing (captures are still written when --captures is given, and --recover still
+    /// recovers).
     #[arg(long)]
     no_journal: bool,
     #[command(flatten)]

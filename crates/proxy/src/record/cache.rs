@@ -50,6 +50,8 @@ pub struct Recent {
     bytes: usize,
     /// None is kept (the turn-by-turn path).
     off: bool,
+    /// The responses journaled last, which a Responses request may continue.
+    pub chains: super::chain::Chains,
 }
 
 impl Recent {

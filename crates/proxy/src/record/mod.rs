@@ -14,11 +14,13 @@
 
 mod batch;
 mod cache;
+mod chain;
 mod write;
 mod writer;
 
 pub use batch::{write_batch, TurnResult, BATCH_BYTES, BATCH_TURNS};
 pub use cache::{Recent, CACHE_BYTES, CACHE_SESSIONS};
+pub use chain::CHAINS;
 pub use write::{write_turn, WriteError};
 pub use writer::{Reserve, Writer, WriterOptions, Written, QUEUE_BYTES};
 
@@ -95,6 +97,8 @@ pub struct Turn {
     pub started: DateTime<Utc>,
     /// The body as the client sent it (kept as it was relayed).
     pub body: Kept,
+    /// The body's content-coding (its `content-encoding`; none: one the proxy does not read).
+    pub coding: Option<crate::decode::Coding>,
     /// The body read as a history, when the request path already did (a failure).
     pub parsed: Option<Parsed>,
     /// The events of the exchange, in order. A `request_sent` with an empty digest is attempt 0,
@@ -134,6 +138,7 @@ impl Turn {
             upstream: String::new(),
             started,
             body,
+            coding: Some(crate::decode::Coding::Identity),
             parsed: None,
             steps: Vec::new(),
             blobs: Vec::new(),

@@ -95,15 +95,26 @@ pub(super) fn prepare(
             Read { session, keyed: Arc::new(Keyed::of(&p.history)), parsed: Arc::new(p) }
         }
         None => {
-            let frames = turn.body.frames().map_err(|e| WriteError::Body(e.to_string()))?;
+            let mut frames = turn.body.frames().map_err(|e| WriteError::Body(e.to_string()))?;
+            if turn.coding != Some(crate::decode::Coding::Identity) {
+                // An encoded body is read decoded (as one piece: its frames share no prefix).
+                let whole = bytes::Bytes::from(frames.concat());
+                frames = vec![crate::decode::decoded_request(turn.coding, whole).map_err(WriteError::Body)?];
+            }
             recent.read(turn.api, turn.session_header.as_deref(), &frames).map_err(WriteError::Body)?
         }
     };
+    let read = continuing(recent, &turn, read);
     let (parsed, keyed) = (&read.parsed, &read.keyed);
     let session = read.session.clone();
     complete_attempt_zero(&mut turn, &parsed.history, keyed);
     if let Some(asm) = turn.response.take() {
-        record_response(&mut turn, asm.finish(), &parsed.history);
+        let a = asm.finish();
+        let reply = a.response_id.clone().filter(|_| a.stream_error.is_none() && turn.cut.is_none());
+        if let Some(id) = reply {
+            recent.chains.keep(id, session.clone(), parsed.clone(), a.message.clone());
+        }
+        record_response(&mut turn, a, &parsed.history);
     }
     store_blobs(journal, &turn)?;
     let head = match heads.get(&session) {
@@ -129,6 +140,18 @@ pub(super) fn prepare(
     heads.insert(session.clone(), head_after(keyed, &steps));
     let error_step = steps.iter().position(|s| matches!(s.body, EventBody::ProviderError { .. }));
     Ok(Prepared { session, read, history, steps, error_step, turn })
+}
+
+/// A request that continues a response the writer journaled (`previous_response_id`): in that
+/// response's session (unless the request names its own) with the history the model is given.
+fn continuing(recent: &Recent, turn: &Turn, read: Read) -> Read {
+    let previous = read.parsed.request.fields.get("previous_response_id").and_then(serde_json::Value::as_str);
+    let Some((session, earlier)) = previous.and_then(|id| recent.chains.after(id)) else { return read };
+    let history = super::chain::continued(&earlier, &read.parsed.history);
+    let session = if turn.session_header.is_some() { read.session } else { session };
+    let mut parsed = Parsed::clone(&read.parsed);
+    parsed.history = history;
+    Read { session, keyed: Arc::new(Keyed::of(&parsed.history)), parsed: Arc::new(parsed) }
 }
 
 /// The session's message keys after a turn: the request's history, then the turn's own changes.
@@ -194,20 +217,30 @@ fn record_response(turn: &mut Turn, a: Assembled, history: &[Message]) {
         let failure = Failure { message: e.clone(), transport: Some(e), ..Failure::default() };
         record_failure(turn, failure, history);
     }
-    // The journal's stop reasons are typed: the output limit as each provider says it, any other
-    // stop (end_turn, tool_use, stop, completed) as end_turn. A cut-off answer is said by its
-    // provider_error (upstream) or not at all (the client left).
-    let stop = match a.stop_reason.as_deref() {
-        Some("max_tokens" | "incomplete") => StopReason::MaxTokens,
-        Some("length") => StopReason::Length,
-        _ => StopReason::EndTurn,
-    };
+    let stop = stop_reason(a.stop_reason.as_deref(), !a.message.tool_calls.is_empty());
     let has_reply = !a.message.content.is_empty() || !a.message.tool_calls.is_empty();
     turn.step(
         EventBody::ResponseReceived { stop_reason: stop, output_tokens: a.output_tokens },
         if has_reply { HistoryChange::Append(vec![a.message]) } else { HistoryChange::None },
         Vec::new(),
     );
+}
+
+/// The journal's stop reason for what the provider said: Anthropic's own words as they are,
+/// OpenAI chat's `stop`, `tool_calls`, `length`, `content_filter` and a Responses status
+/// (`completed`, with function calls a tool use; `incomplete`, the output limit) as their
+/// equivalents. A response that ended without saying (cut off, or the client left) and a stop
+/// the journal has no word for are unrecorded, never a complete answer.
+fn stop_reason(said: Option<&str>, tool_calls: bool) -> StopReason {
+    let Some(said) = said else { return StopReason::Unrecorded };
+    StopReason::parse(said).unwrap_or(match said {
+        "stop" | "completed" if tool_calls => StopReason::ToolUse,
+        "stop" | "completed" => StopReason::EndTurn,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "incomplete" => StopReason::MaxTokens,
+        "content_filter" => StopReason::Refusal,
+        _ => StopReason::Unrecorded,
+    })
 }
 
 /// Stores the originals recovery archived, before the events that reference them.

@@ -4,10 +4,13 @@
 //! classified, and either passed to the client (journaled, captured) or, with `--recover` and a
 //! recoverable class, handed to the engine, which retries until an answer or its bound.
 
-use super::http::{error_chain, full, refused, send, strip_hop_by_hop, upstream_uri};
+use super::http::{
+    accepts_trailers, error_chain, full, refused, send, strip_hop_by_hop, unreachable, upstream_uri,
+};
 use super::tee::{relay, Finish};
 use super::{ProxyBody, ProxyError, State};
 use crate::assemble::Assembler;
+use crate::decode::{decode_whole, decoded_request, Coding};
 use crate::record::{Turn, Writer, SESSION_HEADER};
 use crate::recover::{Next, Recovery, Rejection};
 use crate::route::{self, Api, Parsed};
@@ -43,6 +46,9 @@ impl Head {
         let uri = upstream_uri(&st.options.upstream, &parts.uri)?;
         let mut headers = parts.headers.clone();
         strip_hop_by_hop(&mut headers);
+        if accepts_trailers(&parts.headers) {
+            headers.insert(hyper::header::TE, hyper::header::HeaderValue::from_static("trailers"));
+        }
         headers.remove(hyper::header::HOST);
         headers.remove(hyper::header::CONTENT_LENGTH);
         let session_header = headers.remove(SESSION_HEADER).and_then(|v| v.to_str().ok().map(str::to_string));
@@ -82,27 +88,32 @@ pub(super) async fn handle(
         return Ok(refused(&crate::spool::BodyError::TooLarge(max)));
     }
     let head = Head::of(&st, &parts)?;
-    let turn_of = head.api.zip(st.writer.clone());
-    if let Some((_, w)) = &turn_of {
+    // A turn is recorded, or recovered, or both.
+    let turn_of = head.api.filter(|_| st.writer.is_some() || st.options.recover);
+    if let Some(w) = turn_of.and(st.writer.as_ref()) {
         // A journal that fell behind holds new turns back rather than queueing without bound.
         w.not_full().await;
     }
-    // The body goes upstream as it arrives; a turn keeps its frames for the journal.
+    // The body goes upstream as it arrives; a turn keeps its frames for the journal and recovery.
     let (spool, body) = Spool::new(incoming, max, turn_of.is_some());
-    let Some((api, writer)) = turn_of else {
-        // Not a turn (or no journal): relayed as it is.
+    let Some(api) = turn_of else {
+        // Not a turn (or neither journaled nor recovered): relayed as it is.
         return match send(&st, &head.method, &head.uri, &head.headers, Outgoing::Relayed(spool)).await {
             Ok(resp) => Ok(relay(resp, None)),
             Err(e) => match body.failure() {
                 Some(b) => Ok(refused(&b)),
-                None => Err(ProxyError::Transport(e)),
+                None if e.connect => Ok(unreachable(&head.uri, &e.message)),
+                None => Err(ProxyError::Transport(e.message)),
             },
         };
     };
     let mut turn = Turn::relayed(api, body.clone(), started);
     turn.session_header = head.session_header.clone();
+    turn.coding =
+        Coding::of(parts.headers.get(hyper::header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()));
     turn.client = head.client.clone();
     turn.upstream = head.upstream();
+    let writer = st.writer.clone();
     Exchange { st, head, api, writer, body, turn }.run(spool).await
 }
 
@@ -112,7 +123,8 @@ enum Sent {
     Accepted(Response<Incoming>),
     /// The client's body could not be relayed: the proxy's own answer.
     Refused(Response<ProxyBody>),
-    /// A rejection, with the response to pass to the client (none: a transport failure).
+    /// A rejection, with the response to pass to the client (none: the upstream's connection broke
+    /// after the request was sent; the proxy's own 502 when the upstream could not be reached).
     Rejected(Rejection, Option<Response<ProxyBody>>),
 }
 
@@ -121,7 +133,8 @@ struct Exchange {
     st: Arc<State>,
     head: Head,
     api: Api,
-    writer: Writer,
+    /// Where the turn goes (none: nothing is journaled, the turn is only recovered).
+    writer: Option<Writer>,
     /// The client's body, kept.
     body: Kept,
     turn: Turn,
@@ -165,7 +178,12 @@ impl Exchange {
                 Sent::Accepted(resp)
             }
             Ok(resp) => rejected(resp).await,
-            Err(t) => Sent::Rejected(transport(t), None),
+            // Never reached: the client is told so. Cut off after sending: its connection drops
+            // as the upstream's did.
+            Err(t) => {
+                let answer = t.connect.then(|| unreachable(&h.uri, &t.message));
+                Sent::Rejected(transport(t.message), answer)
+            }
         }
     }
 
@@ -174,25 +192,27 @@ impl Exchange {
         let header =
             |name| resp.headers().get(name).and_then(|v: &hyper::header::HeaderValue| v.to_str().ok());
         let sse = header(hyper::header::CONTENT_TYPE).is_some_and(|c| c.contains("text/event-stream"));
-        let encoded =
-            header(hyper::header::CONTENT_ENCODING).is_some_and(|c| !c.eq_ignore_ascii_case("identity"));
-        if !encoded {
-            self.turn.response = Some(Assembler::new(self.api, sse));
-        }
-        relay(resp, Some(Finish { turn: self.turn, writer: self.writer }))
+        // The client gets the body as encoded; the parser reads a decoded copy (for the journal).
+        self.turn.response =
+            self.writer.as_ref().map(|_| match Coding::of(header(hyper::header::CONTENT_ENCODING)) {
+                Some(coding) => Assembler::encoded(self.api, sse, coding),
+                None => Assembler::unreadable(self.api),
+            });
+        relay(resp, self.writer.map(|writer| Finish { turn: self.turn, writer }))
     }
 
     /// The request read as a history (on a failure, once).
     async fn parse_request(&mut self) -> Option<Parsed> {
         if self.turn.parsed.is_none() {
-            match self.body.read_whole(self.st.options.max_request_bytes).await {
+            let whole = self.body.read_whole(self.st.options.max_request_bytes).await;
+            match whole.map_err(|e| e.to_string()).and_then(|w| decoded_request(self.turn.coding, w)) {
                 Ok(whole) => match route::parse(self.api, &whole) {
                     Ok(p) => self.turn.parsed = Some(p),
                     Err(e) => (self.st.log)(&format!(
                         "request body not read as a history ({e}); relayed unrecorded"
                     )),
                 },
-                Err(e) => (self.st.log)(&format!("request body not read whole ({e}); relayed unrecorded")),
+                Err(e) => (self.st.log)(&format!("request body not read ({e}); relayed unrecorded")),
             }
         }
         self.turn.parsed.clone()
@@ -244,6 +264,8 @@ impl Exchange {
         mut passthrough: Option<Response<ProxyBody>>,
     ) -> Result<Response<ProxyBody>, ProxyError> {
         let key = crate::record::session_id(self.turn.session_header.as_deref(), &parsed.history);
+        // A retry is the proxy's own plain JSON, whatever the client's body was encoded in.
+        self.head.headers.remove(hyper::header::CONTENT_ENCODING);
         let o = &self.st.options;
         let mut r = Recovery::new(
             self.api,
@@ -292,15 +314,10 @@ impl Exchange {
         passthrough: Option<Response<ProxyBody>>,
         rejection: Rejection,
     ) -> Result<Response<ProxyBody>, ProxyError> {
-        self.writer.send(self.turn).await;
-        match passthrough {
-            Some(r) => {
-                let (mut p, b) = r.into_parts();
-                strip_hop_by_hop(&mut p.headers);
-                Ok(Response::from_parts(p, b))
-            }
-            None => Err(ProxyError::Transport(rejection.message)),
+        if let Some(w) = &self.writer {
+            w.send(self.turn).await;
         }
+        passthrough.ok_or(ProxyError::Transport(rejection.message))
     }
 }
 
@@ -312,11 +329,17 @@ fn transport(t: String) -> Rejection {
 /// A rejection read whole (its body is the message; a size it reports is kept).
 async fn rejected(resp: Response<Incoming>) -> Sent {
     let status = resp.status();
-    let (parts, body) = resp.into_parts();
+    let (mut parts, body) = resp.into_parts();
+    // Whatever becomes of it (passed on as it is, or after a failed recovery), it is relayed.
+    strip_hop_by_hop(&mut parts.headers);
     match body.collect().await {
         Ok(b) => {
             let b = b.to_bytes();
-            let text = String::from_utf8_lossy(&b).into_owned();
+            // Read as the client would read it: decoded (the client still gets it as it came).
+            let coding =
+                Coding::of(parts.headers.get(hyper::header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()));
+            let plain = coding.and_then(|c| decode_whole(c, &b, crate::assemble::MAX_JSON_COPY));
+            let text = String::from_utf8_lossy(plain.as_deref().unwrap_or(&b)).into_owned();
             let size = crate::capture::reported_size(&text);
             let r = Rejection {
                 status: Some(status.as_u16()),

@@ -9,7 +9,8 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode, Uri};
 
-/// The hop-by-hop headers (RFC 9110 section 7.6.1), never relayed.
+/// The hop-by-hop headers (RFC 9110 section 7.6.1), never relayed. `trailer` is not one: it
+/// announces the trailer fields of the message, which are relayed.
 const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
@@ -17,10 +18,17 @@ const HOP_BY_HOP: &[&str] = &[
     "proxy-authenticate",
     "proxy-authorization",
     "te",
-    "trailer",
     "transfer-encoding",
     "upgrade",
 ];
+
+/// Whether a request's `te` accepts trailer fields (the proxy relays them, so it asks the upstream
+/// for them in turn).
+pub(super) fn accepts_trailers(headers: &HeaderMap) -> bool {
+    headers.get_all(hyper::header::TE).iter().filter_map(|v| v.to_str().ok()).any(|v| {
+        v.split(',').any(|t| t.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("trailers")))
+    })
+}
 
 /// Removes the hop-by-hop headers and those the `connection` header names.
 pub(super) fn strip_hop_by_hop(headers: &mut HeaderMap) {
@@ -79,6 +87,16 @@ fn plain(status: StatusCode, text: &str) -> Response<ProxyBody> {
     r
 }
 
+/// Why a request upstream got no response.
+#[derive(Debug, Clone)]
+pub(super) struct Unanswered {
+    /// The error and its causes.
+    pub message: String,
+    /// No connection to the upstream could be made (refused, DNS, TLS handshake): nothing was
+    /// sent, so there is no upstream behaviour to mirror and the proxy answers 502 itself.
+    pub connect: bool,
+}
+
 /// Sends one request upstream.
 pub(super) async fn send(
     st: &State,
@@ -86,12 +104,19 @@ pub(super) async fn send(
     uri: &Uri,
     headers: &HeaderMap,
     body: Outgoing,
-) -> Result<Response<Incoming>, String> {
+) -> Result<Response<Incoming>, Unanswered> {
     let mut req = Request::new(body);
     *req.method_mut() = method.clone();
     *req.uri_mut() = uri.clone();
     *req.headers_mut() = headers.clone();
-    st.client.request(req).await.map_err(|e| error_chain(&e))
+    st.client.request(req).await.map_err(|e| Unanswered { message: error_chain(&e), connect: e.is_connect() })
+}
+
+/// The proxy's answer when the upstream could not be reached: 502 naming where and why.
+pub(super) fn unreachable(uri: &Uri, why: &str) -> Response<ProxyBody> {
+    let place =
+        format!("{}://{}", uri.scheme_str().unwrap_or("http"), uri.authority().map_or("", |a| a.as_str()));
+    plain(StatusCode::BAD_GATEWAY, &format!("salvage proxy: upstream {place} unreachable: {why}\n"))
 }
 
 /// The proxy's own answer to a request body it could not relay: 413 over the cap, 400 when the

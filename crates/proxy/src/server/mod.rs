@@ -160,10 +160,32 @@ impl Proxy {
         })
     }
 
-    /// Serves connections from `listener` until the future is dropped.
+    /// Serves connections from `listener` until the future is dropped. A failed accept does not
+    /// stop the proxy: a connection reset before it was accepted is skipped, and running out of
+    /// file descriptors under a burst of connections is logged once and accepting resumes shortly.
     pub async fn serve(self, listener: TcpListener) -> Result<(), ProxyError> {
+        let mut failing = false;
         loop {
-            let (stream, _) = listener.accept().await.map_err(ProxyError::Listen)?;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => {
+                    failing = false;
+                    stream
+                }
+                Err(e) => {
+                    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, Interrupted};
+                    if matches!(e.kind(), ConnectionAborted | ConnectionReset | Interrupted) {
+                        // That connection is gone; the next one is accepted at once.
+                        continue;
+                    }
+                    if !failing {
+                        (self.state.log)(&format!("accept: {e} (accepting again shortly)"));
+                    }
+                    failing = true;
+                    // Out of descriptors or memory: give the connections being served time to end.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
             let _ = stream.set_nodelay(true);
             let st = self.state.clone();
             tokio::spawn(async move {
