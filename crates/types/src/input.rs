@@ -97,7 +97,54 @@ pub fn read_input(path: &Path, limit: u64, allow_special: bool) -> Result<Vec<u8
         return Err(CaptureError::NotRegular { file, kind: describe(&meta.file_type()) });
     }
     let hint = if meta.is_file() { meta.len() } else { 0 };
+    if meta.is_file() {
+        if let Some(bytes) = read_halves(&f, hint) {
+            return Ok(bytes);
+        }
+        // Read again from the start, one piece after the other.
+        use std::io::Seek;
+        (&f).rewind().map_err(io)?;
+    }
     read_bounded(f, &file, limit, hint)
+}
+
+/// From this size a regular file is read in two halves at once.
+const HALVES_FROM: u64 = 8 << 20;
+
+/// A regular file of `len` bytes (at most the limit, checked by the caller) read by two threads,
+/// one half each: the kernel's copy and the faults that map the buffer's pages, most of the time
+/// of a read, run on two cores. `None` when the file is small, a thread cannot start, or the
+/// file is not `len` bytes long any more (it grew or shrank since `len` was taken): the caller
+/// reads it again the ordinary way, which bounds it as it reads.
+#[cfg(unix)]
+fn read_halves(f: &std::fs::File, len: u64) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    if len < HALVES_FROM {
+        return None;
+    }
+    let len = usize::try_from(len).ok()?;
+    // Zeroed by the allocator's fresh mapping, not by a pass over it: the pages are first
+    // touched by the threads' reads.
+    let mut buf = vec![0u8; len];
+    let half = len / 2;
+    let (first, second) = buf.split_at_mut(half);
+    let fill = |part: &mut [u8], at: usize| f.read_exact_at(part, at as u64).is_ok();
+    let both = std::thread::scope(|scope| {
+        let other = std::thread::Builder::new()
+            .name("read".into())
+            .spawn_scoped(scope, || fill(second, half))
+            .ok()?;
+        let mine = fill(first, 0);
+        Some(mine && other.join().ok()?)
+    });
+    // The file ends where it did when its size was taken.
+    let mut past = [0u8; 1];
+    (both == Some(true) && f.read_at(&mut past, len as u64).ok()? == 0).then_some(buf)
+}
+
+#[cfg(not(unix))]
+fn read_halves(_: &std::fs::File, _: u64) -> Option<Vec<u8>> {
+    None
 }
 
 fn read_bounded(r: impl Read, file: &str, limit: u64, hint: u64) -> Result<Vec<u8>, CaptureError> {
@@ -301,6 +348,24 @@ mod tests {
         assert!(check_json_shape(long.as_bytes(), "l.json").is_ok());
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
         assert_eq!(json_shape(deep.as_bytes(), 1000).0, 200);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_large_file_is_read_in_halves_whole_and_in_order() {
+        let path = std::env::temp_dir().join(format!("salvage-halves-{}.json", std::process::id()));
+        // An odd length, and bytes that differ at every offset of a period prime to it.
+        let len = HALVES_FROM as usize + 3;
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        assert!(read_halves(&f, len as u64) == Some(bytes.clone()), "the halves differ from the file");
+        // A size that is no longer the file's: left to the ordinary read.
+        assert!(read_halves(&f, len as u64 - 1).is_none());
+        assert!(read_halves(&f, len as u64 + 1).is_none());
+        assert!(read_input(&path, len as u64, false).unwrap() == bytes);
+        assert!(matches!(read_input(&path, len as u64 - 1, false), Err(CaptureError::TooLarge { .. })));
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[cfg(unix)]

@@ -184,8 +184,10 @@ impl SystemBeside {
         if !history.is_empty() {
             modeled.push("system");
         }
-        let read = |m: &Value, path: &str| message(cx, m, path);
-        history.extend(message_list(cx, top, ("messages", self.missing), read, self.format, default)?);
+        let list = top.get("messages").ok_or_else(|| cx.err("messages", self.missing))?;
+        let reader =
+            crate::par_list::Reader { cx, key: "messages", read: message, format: self.format, default };
+        history.extend(crate::par_list::messages(&reader, cx.arr(list, "messages")?)?);
         Ok((top, history, request_of(self.format, top, &modeled)))
     }
 }

@@ -34,6 +34,7 @@ mod conv;
 pub mod detect;
 pub mod gemini;
 pub mod openai;
+mod par_list;
 pub mod redact;
 pub mod responses;
 pub mod session;
@@ -437,6 +438,17 @@ pub(crate) fn within_value_budget(text: &str) -> bool {
     // `values <= left` here (checked above).
     VALUE_BUDGET.with(|b| b.set(left.saturating_sub(values)));
     true
+}
+
+/// What is left of this thread's value budget (see [`within_value_budget`]).
+pub(crate) fn value_budget() -> usize {
+    VALUE_BUDGET.with(|b| b.get())
+}
+
+/// Sets what is left of this thread's value budget (a thread that converts part of a body
+/// starts from what the body's own thread had left).
+pub(crate) fn set_value_budget_left(left: usize) {
+    VALUE_BUDGET.with(|b| b.set(left));
 }
 
 thread_local! {
