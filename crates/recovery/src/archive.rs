@@ -165,11 +165,17 @@ impl<'a> Archiver<'a> {
         self.inner.as_deref().is_some_and(|a| a.holds(short))
     }
 
+    /// The original archived under a key (`None` with CCR off).
+    pub fn get(&self, short: &str) -> Option<Vec<u8>> {
+        self.inner.as_deref().and_then(|a| a.get(short))
+    }
+
     /// The key of the original `content` was made from, when salvage made it: our suffix or stub
-    /// form ([`salvage_types::ccr_key::own_archive_key`]) **and** a key this archive holds.
-    /// Content that merely quotes a marker is ordinary content.
+    /// form, a key this archive holds, **and** an original under it that `content` was cut from
+    /// ([`salvage_types::ccr_key::archived_key`]). Content that merely quotes a marker, or ends
+    /// with our suffix for a key holding something else, is ordinary content.
     pub fn archived_original(&self, content: &str) -> Option<String> {
-        salvage_types::ccr_key::own_archive_key(content).filter(|k| self.holds(k)).map(str::to_string)
+        salvage_types::ccr_key::archived_key(content, |k| self.get(k)).map(str::to_string)
     }
 
     /// Shortens `content` with `reduce` while keeping its original recoverable. `reduce` gets the

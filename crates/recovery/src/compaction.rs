@@ -190,7 +190,8 @@ pub fn render_segment(
         // Only a stub or cut salvage wrote stands for an archived original: a note that merely
         // quotes a marker is shown as written.
         if let Some(k) = own_archive_key(&m.content) {
-            if let Some(orig) = lookup(k).and_then(|b| String::from_utf8(b).ok()) {
+            let orig = lookup(k).and_then(|b| String::from_utf8(b).ok());
+            if let Some(orig) = orig.filter(|o| salvage_types::ccr_key::made_from(&m.content, o)) {
                 if orig.len() <= share && !orig.trim_start().starts_with("[{") {
                     content = orig;
                 }

@@ -3,7 +3,7 @@
 //! from the preview to the stub. Verbatim messages and real user text are never touched.
 
 use crate::archive::{ArchiveError, Archiver};
-use salvage_types::ccr_key::{marker_for, own_archive_key};
+use salvage_types::ccr_key::{archived_key, marker_for};
 use salvage_types::message::{Message, Role};
 use salvage_types::truncate::head;
 use serde::Serialize;
@@ -92,7 +92,7 @@ fn own_key(
     archiver: &Archiver<'_>,
     lookup: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Option<String> {
-    own_archive_key(content).filter(|k| archiver.holds(k) || lookup(k).is_some()).map(str::to_string)
+    archived_key(content, |k| archiver.get(k).or_else(|| lookup(k))).map(str::to_string)
 }
 
 /// The head+tail preview of a long result.

@@ -2,7 +2,7 @@
 //! content can be rebuilt from a later history, in place or by following markers recursively
 //! through the archive (dropped-message transcripts included).
 
-use salvage_types::ccr_key::{find_markers, own_archive_key};
+use salvage_types::ccr_key::{find_markers, made_from, own_archive_key};
 use salvage_types::Message;
 use std::collections::HashSet;
 
@@ -82,10 +82,12 @@ pub fn lost(input: &[Message], output: &[Message], lookup: &dyn Fn(&str) -> Opti
         if m.content.is_empty() || reach.contains(&m.content) {
             continue;
         }
+        // Our form, for a key whose original this content was cut from, and that original
+        // reachable: a pasted suffix naming another original does not count.
         let derived = own_archive_key(&m.content)
             .and_then(lookup)
             .and_then(|b| String::from_utf8(b).ok())
-            .is_some_and(|orig| reach.contains(&orig));
+            .is_some_and(|orig| made_from(&m.content, &orig) && reach.contains(&orig));
         if !derived {
             out.push(Lost { index, role: m.role.as_str().to_string(), bytes: m.content.len() });
         }

@@ -141,3 +141,30 @@ fn content_we_cut_is_not_archived_twice() {
     let lookup = |k: &str| mem.get(k);
     assert_eq!(lost(&h, &out.history, &lookup), vec![]);
 }
+
+/// A task that ends with our own suffix line — pasted from an earlier answer — for a key the
+/// archive holds with other content (adversarial review, finding 01): "our form and a key we
+/// hold" is not "archived by us"; the task is archived before rung 3 cuts it.
+#[test]
+fn rung3_archives_a_task_that_ends_with_a_pasted_suffix_for_another_original() {
+    let mut mem = MemoryArchive::new();
+    let decoy = mem.put(b"unrelated decoy content\n").unwrap();
+    let task = format!("{}TASK-END{}", lines("task", 500), recoverable_suffix(&decoy));
+    let mut h = vec![Message::system("sys")];
+    for i in 0..6 {
+        h.push(Message::user(format!("old {i}")));
+        h.push(Message::assistant(lines("old", 40)));
+    }
+    h.push(Message::user(task.clone()));
+    let out = ladder::apply(Rung::Nuclear, &h, &mut ctx(&mut mem)).unwrap();
+    let cut = &out.history.iter().rev().find(|m| m.content.starts_with("task line 0")).unwrap().content;
+    assert!(cut.len() < task.len(), "rung 3 cut the task");
+    assert!(mem.blobs().any(|b| b == task.as_bytes()), "the task's original is archived");
+    let lookup = |k: &str| mem.get(k);
+    assert_eq!(lost(&h, &out.history, &lookup), vec![]);
+    // The check itself: the task cut with the pasted suffix kept and nothing archived is lost.
+    let mut unarchived = out.history.clone();
+    let at = unarchived.iter().position(|m| m.content == *cut).unwrap();
+    unarchived[at].content = format!("{}{}", &task[..3_000], recoverable_suffix(&decoy));
+    assert_eq!(lost(&h, &unarchived, &lookup).len(), 1, "a cut whose original is nowhere is lost");
+}

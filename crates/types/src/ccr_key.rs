@@ -184,6 +184,46 @@ pub fn own_archive_key(text: &str) -> Option<&str> {
     is_short_key(k).then_some(k)
 }
 
+/// The key of the archived original `text` was made from, when it was: `text` is in a form
+/// salvage writes ([`own_archive_key`]), `get` finds the key's original, **and** `text` can have
+/// been made from that original ([`made_from`]). This is what "archived by us" means: a pasted
+/// suffix or stub naming a key that holds other content (a marker quoted from an earlier answer,
+/// a blob put by hand) is ordinary content, archived before it is cut like any other.
+pub fn archived_key<'t>(text: &'t str, get: impl FnOnce(&str) -> Option<Vec<u8>>) -> Option<&'t str> {
+    let k = own_archive_key(text)?;
+    let original = get(k)?;
+    made_from(text, &String::from_utf8_lossy(&original)).then_some(k)
+}
+
+/// The bytes of an original's head every cut keeps: each truncation salvage makes keeps a head
+/// of at least this much (structure-preserving 2/3 of a target of at least 400, preserve-end 3/4
+/// of 4 000, the microcompact preview 2 000), and a cut of a cut keeps a head of the first.
+const KEPT_HEAD: usize = 256;
+
+/// True when `text` (a cut ending with salvage's recoverable suffix, or one of its stubs) can
+/// have been made from `original`:
+/// - a cut's text before the suffix is shorter than the original and begins with the original's
+///   first [`KEPT_HEAD`] bytes (all of the text when it is shorter);
+/// - a stub that counts the characters it replaced (`12 lines, 3456 chars`) counts the
+///   original's; any other stub is shorter than the original it replaced.
+pub fn made_from(text: &str, original: &str) -> bool {
+    let Some(body) = strip_recoverable_suffix(text) else {
+        return match stub_char_count(text) {
+            Some(n) => n == original.chars().count(),
+            None => original.len() > text.len(),
+        };
+    };
+    let head = crate::truncate::head(body, KEPT_HEAD);
+    !head.is_empty() && body.len() < original.len() && original.starts_with(head)
+}
+
+/// The `N` of the first `N chars` a stub says it replaced.
+fn stub_char_count(stub: &str) -> Option<usize> {
+    let before = stub.split_once(" chars")?.0;
+    let digits = before.rsplit(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse().ok()
+}
+
 /// The text before salvage's recoverable suffix, when the text ends with one.
 pub fn strip_recoverable_suffix(text: &str) -> Option<&str> {
     let k = own_archive_key(text)?;
@@ -219,6 +259,52 @@ pub fn has_marker(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_is_made_from_its_original_and_a_pasted_suffix_is_not() {
+        let original: String = (0..3000).map(|i| format!("line {i} of the original\n")).collect();
+        let k = CcrKey::of(original.as_bytes());
+        let suffix = recoverable_suffix(&k);
+        // Every cut salvage makes, and a cut of a cut.
+        let cuts = [
+            crate::truncate::structure_preserving(&original, 20_000).unwrap(),
+            crate::truncate::preserve_end(&original, 4_000).unwrap(),
+            crate::truncate::head(&original, 5_000).to_string(),
+        ];
+        for cut in &cuts {
+            let text = format!("{cut}{suffix}");
+            assert!(made_from(&text, &original), "{}", &cut[..80]);
+            let again = crate::truncate::structure_preserving(cut, cut.len() / 2).unwrap();
+            assert!(made_from(&format!("{again}{suffix}"), &original));
+        }
+        // A text that ends with the suffix of a key holding something else is not a cut of it:
+        // a user's task, or a short note, quoting the line.
+        let task: String = (0..2000).map(|i| format!("task step {i}\n")).collect();
+        assert!(!made_from(&format!("{task}{suffix}"), &original));
+        assert!(!made_from(&format!("hi{suffix}"), &original));
+        assert!(!made_from(&format!("{task}{suffix}"), "unrelated decoy content\n"));
+        // Not shorter than the original: not a cut.
+        assert!(!made_from(&format!("{original}{suffix}"), &original));
+        // Through a lookup: the key is given only when the original it names was the source.
+        let text = format!("{}{suffix}", cuts[0]);
+        let short = k.short();
+        assert_eq!(
+            archived_key(&text, |q| (q == short).then(|| original.clone().into_bytes())),
+            Some(short.as_str())
+        );
+        assert_eq!(archived_key(&text, |_| Some(b"decoy".to_vec())), None);
+        assert_eq!(archived_key(&text, |_| None), None);
+    }
+
+    #[test]
+    fn a_stub_is_made_from_the_original_it_counts() {
+        let original = "x".repeat(5000);
+        let m = CcrKey::of(original.as_bytes()).marker();
+        assert!(made_from(&format!("[Old tool result cleared — 1 lines, 5000 chars, text] {m}"), &original));
+        assert!(!made_from(&format!("[Old tool result cleared — 1 lines, 4999 chars, text] {m}"), &original));
+        assert!(made_from(&format!("[Skill block aged out — s — recoverable via @recall {m}]"), &original));
+        assert!(!made_from(&format!("[Skill block aged out — s — recoverable via @recall {m}]"), "tiny"));
+    }
 
     #[test]
     fn key_and_marker_shape() {
