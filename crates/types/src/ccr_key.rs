@@ -189,7 +189,7 @@ pub fn own_archive_key(text: &str) -> Option<&str> {
 /// been made from that original ([`made_from`]). This is what "archived by us" means: a pasted
 /// suffix or stub naming a key that holds other content (a marker quoted from an earlier answer,
 /// a blob put by hand) is ordinary content, archived before it is cut like any other.
-pub fn archived_key<'t>(text: &'t str, get: impl FnOnce(&str) -> Option<Vec<u8>>) -> Option<&'t str> {
+pub fn archived_key(text: &str, get: impl FnOnce(&str) -> Option<Vec<u8>>) -> Option<&str> {
     let k = own_archive_key(text)?;
     let original = get(k)?;
     made_from(text, &String::from_utf8_lossy(&original)).then_some(k)
