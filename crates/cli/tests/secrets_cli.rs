@@ -311,3 +311,47 @@ fn planted_secrets_do_not_survive_import_journal_archive_and_export() {
     assert!(wrongly.is_empty(), "look-alikes redacted: {wrongly:?}");
     assert!(!import.contains(&title_secret) && import.contains("deploy with [REDACTED:github_pat:"));
 }
+
+/// A 413 body holding secrets, imported with redaction on and no `--gateway-max-bytes`: the
+/// modeled cap is taken from the body the capture keeps (redacted, smaller), so the replay's
+/// attempt 0 is rejected as the real one was (adversarial review, finding 05: the cap was the
+/// unredacted size − 1 and the simulation accepted attempt 0 while fidelity said ok).
+#[test]
+fn the_modeled_cap_of_a_redacted_body_still_rejects_attempt_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = Gen(7);
+    let env_paste: String = (0..20).map(|i| format!("TOKEN_{i}=ghp_{}\n", g.a(36))).collect();
+    let messages: Vec<serde_json::Value> = (0..8)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            serde_json::json!({"role": role, "content": format!("turn {i}: {}", "context ".repeat(400))})
+        })
+        .chain([serde_json::json!({"role": "user", "content": format!("here is my .env:\n{env_paste}fix the build")})])
+        .collect();
+    let body = serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages});
+    std::fs::write(dir.path().join("body.json"), serde_json::to_vec(&body).unwrap()).unwrap();
+    let out = salvage(
+        dir.path(),
+        &["import", "body.json", "--status", "413", "--message", "413 Payload Too Large", "-o", "cap.json"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cap: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("cap.json")).unwrap()).unwrap();
+    let bytes = cap["request"]["bytes"].as_u64().unwrap();
+    let max = cap["upstream"]["gateway"]["max_body_bytes"].as_u64().unwrap();
+    let sent = std::fs::metadata(dir.path().join("body.json")).unwrap().len();
+    assert!(bytes < sent, "redaction shortened the body ({bytes} vs {sent})");
+    assert_eq!(max, bytes - 1, "the cap is one byte under the body the capture keeps");
+    let out = salvage(dir.path(), &["replay", "cap.json", "--no-journal", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fidelity = report["captures"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "fidelity")
+        .cloned()
+        .unwrap();
+    assert_eq!(fidelity["ok"], true, "{fidelity}");
+    let detail = fidelity["detail"].as_str().unwrap();
+    assert!(!detail.contains("replayed as recorded"), "attempt 0 was rejected by the simulation: {detail}");
+}

@@ -346,16 +346,18 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         recorded: Recorded::default(),
         expect: None,
     };
-    if capture.upstream.gateway.as_ref().is_none_or(|g| g.max_body_bytes.is_none()) {
-        if let Some((gateway, note)) = modeled_gateway(&capture, &args) {
-            eprintln!("{name}: {note}");
-            capture.upstream.gateway = Some(gateway);
-        }
-    }
     if !args.no_redact {
         let counts = salvage_wire::redact::redact_capture(&mut capture);
         if !counts.is_empty() {
             eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
+        }
+    }
+    // Modeled on the body as the capture keeps it: redaction changes its size, and a cap taken
+    // from the body as it was sent would let the replay's attempt 0 through.
+    if capture.upstream.gateway.as_ref().is_none_or(|g| g.max_body_bytes.is_none()) {
+        if let Some((gateway, note)) = modeled_gateway(&capture, &args) {
+            eprintln!("{name}: {note}");
+            capture.upstream.gateway = Some(gateway);
         }
     }
     write(&args, &capture, out)
