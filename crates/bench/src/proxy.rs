@@ -31,7 +31,7 @@ fn rig(journaling: bool) -> anyhow::Result<Rig> {
     let journal = salvage_journal::Journal::open(&dir.path().join("proxy.db"), &Default::default())?;
     let writer = Writer::start(
         journal,
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )?;
     let options = Options {

@@ -20,7 +20,7 @@ fn a_chained_responses_conversation_is_one_session_with_the_whole_history() {
     let db = dir.path().join("j.db");
     let writer = Writer::start(
         Journal::open(&db, &Default::default()).expect("journal"),
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )
     .expect("writer");

@@ -89,7 +89,7 @@ fn encoded_answers_reach_the_client_unchanged_and_are_journaled_decoded() {
     let db = dir.path().join("j.db");
     let writer = Writer::start(
         Journal::open(&db, &Default::default()).expect("journal"),
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )
     .expect("writer");

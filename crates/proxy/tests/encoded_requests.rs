@@ -97,7 +97,7 @@ fn proxy(
 ) -> (Proxy, SocketAddr) {
     let writer = Writer::start(
         Journal::open(db, &Default::default()).expect("journal"),
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )
     .expect("writer");

@@ -4,7 +4,7 @@ use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::Output;
 use salvage_journal::Journal;
-use salvage_proxy::record::{Writer, WriterOptions, Written};
+use salvage_proxy::record::{Keep, Writer, WriterOptions, Written};
 use salvage_proxy::route::Api;
 use salvage_proxy::{Options, Proxy};
 use salvage_store::Options as StoreOptions;
@@ -119,7 +119,9 @@ fn writer(args: &Args, settings: BTreeMap<String, String>) -> Result<Option<Writ
         Written::Turn { .. } => {}
         Written::Failed(e) => eprintln!("salvage proxy: journal: {e}"),
     });
-    let options = WriterOptions { captures: args.captures.clone(), settings };
+    // An in-memory journal serves captures only: it keeps the conversations written last.
+    let keep = args.no_journal.then_some(Keep::DEFAULT);
+    let options = WriterOptions { captures: args.captures.clone(), settings, keep };
     Writer::start(journal, options, report)
         .map(Some)
         .map_err(|e| Failure::Problem(format!("journal writer: {e}")))
