@@ -100,6 +100,8 @@ fn encoded_answers_reach_the_client_unchanged_and_are_journaled_decoded() {
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes: 1 << 20,
+        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
         settings: Default::default(),
     };
     let proxy = Proxy::new(options, Some(writer), Box::new(|_| {})).expect("proxy");

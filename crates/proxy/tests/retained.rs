@@ -38,6 +38,8 @@ fn start(captures: &Path, keep: Option<Keep>) -> Running {
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes: 1 << 24,
+        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
         settings: Default::default(),
     };
     let journal = Journal::in_memory().expect("journal");

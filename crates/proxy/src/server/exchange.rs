@@ -5,7 +5,8 @@
 //! recoverable class, handed to the engine, which retries until an answer or its bound.
 
 use super::http::{
-    accepts_trailers, error_chain, full, refused, send, strip_hop_by_hop, unreachable, upstream_uri,
+    accepts_trailers, error_chain, full, over_budget, refused, send, strip_hop_by_hop, unreachable,
+    upstream_uri,
 };
 use super::tee::{relay, Finish};
 use super::{ProxyBody, ProxyError, State};
@@ -94,8 +95,21 @@ pub(super) async fn handle(
         // A journal that fell behind holds new turns back rather than queueing without bound.
         w.not_full().await;
     }
-    // The body goes upstream as it arrives; a turn keeps its frames for the journal and recovery.
-    let (spool, body) = Spool::new(incoming, max, turn_of.is_some());
+    // The body goes upstream as it arrives; a turn keeps its frames for the journal and recovery,
+    // within the budget of request bytes in flight: its declared length is taken first (waiting
+    // a bounded time for room), what arrives beyond it as it arrives.
+    let (spool, body) = if turn_of.is_some() {
+        let declared = usize::try_from(incoming.size_hint().lower()).unwrap_or(usize::MAX).min(max);
+        match st.budget.take(declared).await {
+            Ok(charge) => Spool::budgeted(incoming, max, st.budget.clone(), charge),
+            Err(over) => {
+                (st.log)(&format!("request refused: {over}"));
+                return Ok(over_budget(&over));
+            }
+        }
+    } else {
+        Spool::new(incoming, max, false)
+    };
     let Some(api) = turn_of else {
         // Not a turn (or neither journaled nor recovered): relayed as it is.
         return match send(&st, &head.method, &head.uri, &head.headers, Outgoing::Relayed(spool)).await {

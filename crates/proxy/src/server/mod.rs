@@ -43,6 +43,11 @@ pub struct Options {
     pub max_request_bytes: usize,
     /// The `CHATCLI_*` settings as given (recorded by the engine with a recovery).
     pub settings: std::collections::BTreeMap<String, String>,
+    /// The bytes of request bodies the proxy keeps at once, across every request in flight
+    /// ([`crate::budget`]; `--request-budget`).
+    pub request_budget: usize,
+    /// How long a request waits for room in that budget before it is answered 503.
+    pub budget_wait: std::time::Duration,
 }
 
 /// Why the proxy could not start or relay.
@@ -73,6 +78,8 @@ struct State {
     options: Options,
     client: HttpsClient,
     writer: Option<Writer>,
+    /// The request bytes kept at once.
+    budget: crate::budget::Budget,
     /// The recovery state of the sessions the proxy recovered in last (cap, notice, budget).
     sessions: Mutex<Recovered>,
     log: Box<dyn Fn(&str) + Send + Sync>,
@@ -191,7 +198,9 @@ impl Proxy {
             .enable_http1()
             .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).build(https);
-        Ok(Proxy { state: Arc::new(State { options, client, writer, sessions: Mutex::default(), log }) })
+        let budget = crate::budget::Budget::new(options.request_budget, options.budget_wait);
+        let state = State { options, client, writer, budget, sessions: Mutex::default(), log };
+        Ok(Proxy { state: Arc::new(state) })
     }
 
     /// Serves connections from `listener` until the future is dropped. A failed accept does not
@@ -234,6 +243,11 @@ impl Proxy {
     /// The sessions whose recovery state the proxy keeps (at most [`RECOVERED_SESSIONS`]).
     pub fn recovered_sessions(&self) -> usize {
         self.state.sessions.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// The bytes of request bodies the proxy holds now, of its budget ([`Options::request_budget`]).
+    pub fn request_bytes_held(&self) -> usize {
+        self.state.budget.total().saturating_sub(self.state.budget.available())
     }
 
     /// Waits until every finished turn is journaled.
