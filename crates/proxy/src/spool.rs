@@ -145,6 +145,25 @@ impl Kept {
         }
     }
 
+    /// The whole body when it has been read to its end, handed over: the handle keeps only its
+    /// length from then on (reading it again is [`BodyError::Unfinished`]). The frames are made
+    /// one contiguous body (a copy only when there are several) and released, so the caller
+    /// holds the only copy and can drop it as soon as it has read it (the journal writer parses
+    /// it and frees it before it builds the history).
+    pub fn take_whole(&self) -> Result<Bytes, BodyError> {
+        let mut s = self.shared.lock();
+        match &s.end {
+            End::Complete => {
+                let whole = contiguous(&mut s);
+                s.chunks = Vec::new();
+                s.end = End::Handed(None);
+                Ok(whole)
+            }
+            End::Failed(e) => Err(e.clone()),
+            End::Open | End::Handed(_) => Err(BodyError::Unfinished),
+        }
+    }
+
     /// The frames of the whole body when it has been read to its end (without waiting or copying:
     /// the frames relayed).
     pub fn frames(&self) -> Result<Vec<Bytes>, BodyError> {
@@ -365,5 +384,23 @@ impl Body for Outgoing {
             Outgoing::Relayed(s) => s.size_hint(),
             Outgoing::Whole(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_taken_whole_is_held_only_by_its_taker() {
+        let kept = Kept::whole(Bytes::from(vec![7u8; 1000]));
+        let other = kept.clone();
+        let whole = kept.take_whole().expect("whole");
+        // The handles keep its length only: the bytes can be freed (or made a Vec without a
+        // copy) by whoever took them.
+        assert!(whole.is_unique());
+        assert_eq!((whole.len(), other.len()), (1000, 1000));
+        assert_eq!(other.frames(), Err(BodyError::Unfinished));
+        assert_eq!(other.take_whole(), Err(BodyError::Unfinished));
     }
 }
