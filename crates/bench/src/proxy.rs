@@ -31,7 +31,7 @@ fn rig(journaling: bool) -> anyhow::Result<Rig> {
     let journal = salvage_journal::Journal::open(&dir.path().join("proxy.db"), &Default::default())?;
     let writer = Writer::start(
         journal,
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )?;
     let options = Options {
@@ -41,6 +41,8 @@ fn rig(journaling: bool) -> anyhow::Result<Rig> {
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes: 256 << 20,
+        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
         settings: Default::default(),
     };
     let proxy =

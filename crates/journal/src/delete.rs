@@ -89,7 +89,13 @@ impl Journal {
         out.unreferenced_blobs = u64::try_from(released).unwrap_or(u64::MAX);
         tx.commit().map_err(sql("delete session"))?;
         for id in ids {
+            // What the handle cached of a deleted session goes with it (a long-lived writer that
+            // deletes sessions keeps no trace of them).
             self.head.remove(id);
+            self.snapshots.remove(id);
+            if self.fresh.as_ref().is_some_and(|(s, _)| s == id) {
+                self.fresh = None;
+            }
         }
         Ok(out)
     }

@@ -21,6 +21,7 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
 
 pub mod assemble;
+pub mod budget;
 pub mod capture;
 pub mod decode;
 pub mod loopback;

@@ -95,6 +95,17 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Parsed, String> {
     Ok(Parsed { history: i.history, model: i.model, stream, request })
 }
 
+/// [`parse`] of a body handed over: its bytes are freed (without a copy when nothing else holds
+/// them) before the history is built from the parsed tree, so the body, its tree and its history
+/// are never held at once.
+pub fn parse_owned(api: Api, body: bytes::Bytes) -> Result<Parsed, String> {
+    let i =
+        salvage_wire::import_owned(api.source(), Vec::from(body), "request").map_err(|e| e.to_string())?;
+    let request = i.request.unwrap_or_else(|| salvage_wire::bare_request(api.format(), i.model.as_deref()));
+    let stream = request.fields.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    Ok(Parsed { history: i.history, model: i.model, stream, request })
+}
+
 /// The body to send for `history`: the client's other fields and provider blocks kept, the
 /// messages rebuilt (for the history as sent, JSON-equal to the client's body).
 pub fn body_for(request: &Request, history: &[Message]) -> Vec<u8> {

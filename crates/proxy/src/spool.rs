@@ -8,6 +8,7 @@
 //! proxy answers 413 itself. If the upstream stops reading before the end (a gateway rejects
 //! early), the rest of the client's body is handed back so a failure can still be read whole.
 
+use crate::budget::{Budget, Charge};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
@@ -28,6 +29,9 @@ pub enum BodyError {
     /// It was not read to its end (the upstream answered before; the rest was not kept).
     #[error("not read to its end")]
     Unfinished,
+    /// Keeping it would take the proxy over its budget of request bytes in flight.
+    #[error("{0}")]
+    OverBudget(crate::budget::OverBudget),
 }
 
 /// How far the body has been read.
@@ -49,12 +53,31 @@ struct State {
     chunks: Vec<Bytes>,
     len: usize,
     end: End,
+    /// The bytes the kept body holds of the proxy's budget, given back when the last handle to
+    /// it is dropped.
+    charge: Charge,
+}
+
+impl State {
+    /// Keeps `data`, taking what it adds beyond the bytes already charged from `budget`.
+    fn keep(&mut self, budget: Option<&Budget>, data: Bytes) -> Result<(), BodyError> {
+        let len = self.len.saturating_add(data.len());
+        if let Some(b) = budget {
+            let more = len.saturating_sub(self.charge.bytes());
+            b.grow(&mut self.charge, more).map_err(BodyError::OverBudget)?;
+        }
+        self.len = len;
+        self.chunks.push(data);
+        Ok(())
+    }
 }
 
 #[derive(Debug, Default)]
 struct Shared {
     state: Mutex<State>,
     changed: Notify,
+    /// The budget the kept bytes are charged to (none: not counted).
+    budget: Option<Budget>,
 }
 
 impl Shared {
@@ -122,6 +145,25 @@ impl Kept {
         }
     }
 
+    /// The whole body when it has been read to its end, handed over: the handle keeps only its
+    /// length from then on (reading it again is [`BodyError::Unfinished`]). The frames are made
+    /// one contiguous body (a copy only when there are several) and released, so the caller
+    /// holds the only copy and can drop it as soon as it has read it (the journal writer parses
+    /// it and frees it before it builds the history).
+    pub fn take_whole(&self) -> Result<Bytes, BodyError> {
+        let mut s = self.shared.lock();
+        match &s.end {
+            End::Complete => {
+                let whole = contiguous(&mut s);
+                s.chunks = Vec::new();
+                s.end = End::Handed(None);
+                Ok(whole)
+            }
+            End::Failed(e) => Err(e.clone()),
+            End::Open | End::Handed(_) => Err(BodyError::Unfinished),
+        }
+    }
+
     /// The frames of the whole body when it has been read to its end (without waiting or copying:
     /// the frames relayed).
     pub fn frames(&self) -> Result<Vec<Bytes>, BodyError> {
@@ -172,13 +214,14 @@ impl Kept {
                 Some(Ok(frame)) => {
                     let Ok(data) = frame.into_data() else { continue };
                     let mut s = self.shared.lock();
-                    let len = s.len.saturating_add(data.len());
-                    if len > max {
+                    if s.len.saturating_add(data.len()) > max {
                         s.end = End::Failed(BodyError::TooLarge(max));
                         return Err(BodyError::TooLarge(max));
                     }
-                    s.len = len;
-                    s.chunks.push(data);
+                    if let Err(e) = s.keep(self.shared.budget.as_ref(), data) {
+                        s.end = End::Failed(e.clone());
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -223,6 +266,17 @@ impl Spool {
         let spool = Spool { inner: Some(body), shared: kept.shared.clone(), keep, max, seen: 0 };
         (spool, kept)
     }
+
+    /// Relays `body` within `max` bytes, keeping its frames within `budget`: `charge` is what the
+    /// request already took (its declared length); frames beyond it take more as they arrive, and
+    /// the body fails when there is no room for them.
+    pub fn budgeted(body: Incoming, max: usize, budget: Budget, charge: Charge) -> (Spool, Kept) {
+        let state = State { charge, ..State::default() };
+        let shared = Shared { state: Mutex::new(state), changed: Notify::new(), budget: Some(budget) };
+        let kept = Kept { shared: Arc::new(shared) };
+        let spool = Spool { inner: Some(body), shared: kept.shared.clone(), keep: true, max, seen: 0 };
+        (spool, kept)
+    }
 }
 
 impl Body for Spool {
@@ -258,9 +312,12 @@ impl Body for Spool {
                         return Poll::Ready(Some(Err(Box::new(err))));
                     }
                     if this.keep {
-                        let mut s = this.shared.lock();
-                        s.len = this.seen;
-                        s.chunks.push(d.clone());
+                        let kept = this.shared.lock().keep(this.shared.budget.as_ref(), d.clone());
+                        if let Err(err) = kept {
+                            this.inner = None;
+                            this.shared.end(End::Failed(err.clone()));
+                            return Poll::Ready(Some(Err(Box::new(err))));
+                        }
                     }
                 }
                 if this.inner.as_ref().is_none_or(Body::is_end_stream) {
@@ -327,5 +384,23 @@ impl Body for Outgoing {
             Outgoing::Relayed(s) => s.size_hint(),
             Outgoing::Whole(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_taken_whole_is_held_only_by_its_taker() {
+        let kept = Kept::whole(Bytes::from(vec![7u8; 1000]));
+        let other = kept.clone();
+        let whole = kept.take_whole().expect("whole");
+        // The handles keep its length only: the bytes can be freed (or made a Vec without a
+        // copy) by whoever took them.
+        assert!(whole.is_unique());
+        assert_eq!((whole.len(), other.len()), (1000, 1000));
+        assert_eq!(other.frames(), Err(BodyError::Unfinished));
+        assert_eq!(other.take_whole(), Err(BodyError::Unfinished));
     }
 }

@@ -10,7 +10,7 @@ use salvage_proxy::record::{write_batch, write_turn, Recent, Turn, WriterOptions
 use salvage_proxy::route::Api;
 
 fn options() -> WriterOptions {
-    WriterOptions { captures: None, settings: Default::default() }
+    WriterOptions { captures: None, settings: Default::default(), keep: None }
 }
 
 /// An Anthropic Messages body: `system` and the `(role, content)` messages.

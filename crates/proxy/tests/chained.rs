@@ -20,7 +20,7 @@ fn a_chained_responses_conversation_is_one_session_with_the_whole_history() {
     let db = dir.path().join("j.db");
     let writer = Writer::start(
         Journal::open(&db, &Default::default()).expect("journal"),
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )
     .expect("writer");
@@ -31,6 +31,8 @@ fn a_chained_responses_conversation_is_one_session_with_the_whole_history() {
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes: 1 << 20,
+        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
         settings: Default::default(),
     };
     let proxy = Proxy::new(options, Some(writer), Box::new(|_| {})).expect("proxy");

@@ -89,7 +89,7 @@ fn encoded_answers_reach_the_client_unchanged_and_are_journaled_decoded() {
     let db = dir.path().join("j.db");
     let writer = Writer::start(
         Journal::open(&db, &Default::default()).expect("journal"),
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )
     .expect("writer");
@@ -100,6 +100,8 @@ fn encoded_answers_reach_the_client_unchanged_and_are_journaled_decoded() {
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes: 1 << 20,
+        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
         settings: Default::default(),
     };
     let proxy = Proxy::new(options, Some(writer), Box::new(|_| {})).expect("proxy");

@@ -97,7 +97,7 @@ fn proxy(
 ) -> (Proxy, SocketAddr) {
     let writer = Writer::start(
         Journal::open(db, &Default::default()).expect("journal"),
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )
     .expect("writer");
@@ -108,6 +108,8 @@ fn proxy(
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes: 1 << 24,
+        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
         settings: Default::default(),
     };
     let proxy = Proxy::new(options, Some(writer), Box::new(|_| {})).expect("proxy");

@@ -35,6 +35,8 @@ fn recovery_runs_without_a_journal() {
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes: 1 << 24,
+        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
         settings: Default::default(),
     };
     // No writer: nothing is journaled or captured.

@@ -23,6 +23,8 @@ fn options(upstream: SocketAddr, max_request_bytes: usize) -> Options {
         config: salvage_types::Config::from_env(&Default::default()),
         extra_roots: Vec::new(),
         max_request_bytes,
+        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
         settings: Default::default(),
     }
 }
@@ -164,7 +166,7 @@ fn a_slow_journal_holds_the_queue_within_its_bytes_and_the_clients_wait() {
     let queue = 350_000;
     let writer = Writer::with_queue(
         journal,
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(move |r| {
             assert!(matches!(r, Written::Turn { .. }), "{r:?}");
             w.fetch_add(1, Ordering::SeqCst);
@@ -236,7 +238,11 @@ fn an_unreachable_upstream_is_a_502_that_says_why() {
     let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
     let writer = Writer::start(
         journal,
-        WriterOptions { captures: Some(dir.path().join("captures")), settings: Default::default() },
+        WriterOptions {
+            captures: Some(dir.path().join("captures")),
+            settings: Default::default(),
+            keep: None,
+        },
         Box::new(|_| {}),
     )
     .expect("writer");
@@ -300,7 +306,7 @@ fn trailers_reach_a_client_that_accepts_them() {
     let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
     let writer = Writer::start(
         journal,
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )
     .expect("writer");
@@ -360,7 +366,7 @@ fn a_rejection_of_a_body_that_is_not_a_history_loses_its_hop_by_hop_headers_too(
     let journal = Journal::open(&dir.path().join("j.db"), &Default::default()).expect("journal");
     let writer = Writer::start(
         journal,
-        WriterOptions { captures: None, settings: Default::default() },
+        WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )
     .expect("writer");

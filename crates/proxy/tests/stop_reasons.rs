@@ -30,9 +30,12 @@ fn recorded(api: Api, answer: &str, sse: bool, cut: Option<Cut>) -> StopReason {
     a.feed(answer.as_bytes());
     t.response = Some(a);
     t.cut = cut;
-    let (session, _) =
-        write_turn(&mut journal, &WriterOptions { captures: None, settings: Default::default() }, t)
-            .expect("written");
+    let (session, _) = write_turn(
+        &mut journal,
+        &WriterOptions { captures: None, settings: Default::default(), keep: None },
+        t,
+    )
+    .expect("written");
     let events = journal.events(&session, 0, 100).expect("events");
     events
         .into_iter()

@@ -4,7 +4,7 @@ use crate::db::DbArgs;
 use crate::exit::{Failure, Outcome};
 use crate::output::Output;
 use salvage_journal::Journal;
-use salvage_proxy::record::{Writer, WriterOptions, Written};
+use salvage_proxy::record::{Keep, Writer, WriterOptions, Written};
 use salvage_proxy::route::Api;
 use salvage_proxy::{Options, Proxy};
 use salvage_store::Options as StoreOptions;
@@ -46,6 +46,11 @@ pub struct Args {
     /// recovers).
     #[arg(long)]
     no_journal: bool,
+    /// The request bodies the proxy holds at once, across every request in flight (e.g. 1GB,
+    /// 512MB). A request that does not fit waits up to 10 s for room, then is answered 503 with
+    /// retry-after and a JSON error naming this budget.
+    #[arg(long, value_name = "SIZE", default_value = "1GB")]
+    request_budget: String,
     #[command(flatten)]
     db: DbArgs,
 }
@@ -86,6 +91,9 @@ fn options(args: &Args, settings: &BTreeMap<String, String>) -> Result<Options, 
                 .map_err(|e| Failure::Input(format!("{}: {e}", p.display())))?
         }
     };
+    let budget = salvage_types::ByteSize::parse(&args.request_budget).ok_or_else(|| {
+        Failure::Input(format!("--request-budget: {:?} is not a size such as 1GB", args.request_budget))
+    })?;
     Ok(Options {
         upstream,
         api: args.provider.as_deref().and_then(Api::parse),
@@ -94,6 +102,8 @@ fn options(args: &Args, settings: &BTreeMap<String, String>) -> Result<Options, 
         extra_roots,
         max_request_bytes: 256 * 1024 * 1024,
         settings: settings.clone(),
+        request_budget: usize::try_from(budget.0).unwrap_or(usize::MAX),
+        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
     })
 }
 
@@ -119,7 +129,9 @@ fn writer(args: &Args, settings: BTreeMap<String, String>) -> Result<Option<Writ
         Written::Turn { .. } => {}
         Written::Failed(e) => eprintln!("salvage proxy: journal: {e}"),
     });
-    let options = WriterOptions { captures: args.captures.clone(), settings };
+    // An in-memory journal serves captures only: it keeps the conversations written last.
+    let keep = args.no_journal.then_some(Keep::DEFAULT);
+    let options = WriterOptions { captures: args.captures.clone(), settings, keep };
     Writer::start(journal, options, report)
         .map(Some)
         .map_err(|e| Failure::Problem(format!("journal writer: {e}")))

@@ -63,30 +63,32 @@ impl Recent {
     /// Reads a request body of `api` (its frames, as relayed) sent with the session header
     /// `header`. The frames are made one contiguous body only to be parsed.
     pub fn read(&mut self, api: Api, header: Option<&str>, frames: &[Bytes]) -> Result<Read, String> {
-        let whole = || match frames {
+        let whole = match frames {
             [one] => one.clone(),
             many => Bytes::from(many.concat()),
         };
+        self.read_body(api, header, whole)
+    }
+
+    /// [`Recent::read`] of a body handed over whole: a body that has to be parsed is freed before
+    /// its history is built ([`route::parse_owned`]), so a large request costs the writer its
+    /// parsed tree and its history, not also its bytes.
+    pub fn read_body(&mut self, api: Api, header: Option<&str>, body: Bytes) -> Result<Read, String> {
         if self.off {
-            let parsed = route::parse(api, &whole())?;
+            let parsed = route::parse_owned(api, body)?;
             let keyed = Keyed::of(&parsed.history);
             let session = session_id(header, &parsed.history);
             return Ok(Read { session, parsed: Arc::new(parsed), keyed: Arc::new(keyed) });
         }
-        let mut hasher = blake3::Hasher::new();
-        let mut len = 0usize;
-        for f in frames {
-            hasher.update(f);
-            len = len.saturating_add(f.len());
-        }
-        let hash = *hasher.finalize().as_bytes();
+        let len = body.len();
+        let hash = *blake3::hash(&body).as_bytes();
         let same = |e: &Entry| e.api == api && e.header.as_deref() == header;
         if let Some(i) = self.entries.iter().position(|e| same(e) && e.body == hash) {
             let read = self.entries.get(i).map(|e| e.read.clone());
             self.touch(i);
             return read.ok_or_else(|| "the request cache lost an entry".to_string());
         }
-        let parsed = route::parse(api, &whole())?;
+        let parsed = route::parse_owned(api, body)?;
         let session = session_id(header, &parsed.history);
         let last = self.entries.iter().position(|e| same(e) && e.read.session == session);
         let keyed = match last.and_then(|i| self.entries.get(i)) {

@@ -10,17 +10,19 @@
 //! This module holds the turn and how a session is named; `writer.rs` the thread and its queue;
 //! `write.rs` how one turn becomes journal events (and a capture); `batch.rs` how the turns at hand
 //! are appended together; `cache.rs` the requests read last, so a conversation's next turn is not
-//! read again from its start.
+//! read again from its start; `retain.rs` how much an in-memory journal (`--no-journal`) keeps.
 
 mod batch;
 mod cache;
 mod chain;
+mod retain;
 mod write;
 mod writer;
 
 pub use batch::{write_batch, TurnResult, BATCH_BYTES, BATCH_TURNS};
 pub use cache::{Recent, CACHE_BYTES, CACHE_SESSIONS};
 pub use chain::CHAINS;
+pub use retain::{Held, Keep};
 pub use write::{write_turn, WriteError};
 pub use writer::{Reserve, Writer, WriterOptions, Written, QUEUE_BYTES};
 

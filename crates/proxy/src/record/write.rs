@@ -95,13 +95,14 @@ pub(super) fn prepare(
             Read { session, keyed: Arc::new(Keyed::of(&p.history)), parsed: Arc::new(p) }
         }
         None => {
-            let mut frames = turn.body.frames().map_err(|e| WriteError::Body(e.to_string()))?;
+            // The body is handed over (the turn keeps its length): the writer holds its only copy
+            // and frees it once parsed.
+            let mut whole = turn.body.take_whole().map_err(|e| WriteError::Body(e.to_string()))?;
             if turn.coding != Some(crate::decode::Coding::Identity) {
-                // An encoded body is read decoded (as one piece: its frames share no prefix).
-                let whole = bytes::Bytes::from(frames.concat());
-                frames = vec![crate::decode::decoded_request(turn.coding, whole).map_err(WriteError::Body)?];
+                // An encoded body is read decoded.
+                whole = crate::decode::decoded_request(turn.coding, whole).map_err(WriteError::Body)?;
             }
-            recent.read(turn.api, turn.session_header.as_deref(), &frames).map_err(WriteError::Body)?
+            recent.read_body(turn.api, turn.session_header.as_deref(), whole).map_err(WriteError::Body)?
         }
     };
     let read = continuing(recent, &turn, read);

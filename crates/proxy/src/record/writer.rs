@@ -3,6 +3,7 @@
 
 use super::batch::{write_batch, BATCH_BYTES, BATCH_TURNS};
 use super::cache::Recent;
+use super::retain::{held, Held, Keep, Retained};
 use super::Turn;
 use salvage_journal::Journal;
 use std::collections::BTreeMap;
@@ -13,12 +14,15 @@ use std::sync::{mpsc, Arc};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Where and how the writer writes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct WriterOptions {
     /// Captures go here (none when `None`).
     pub captures: Option<PathBuf>,
     /// `CHATCLI_*` settings in force, recorded in sessions and captures.
     pub settings: BTreeMap<String, String>,
+    /// Keep only the sessions written last, within these bounds (an in-memory journal that
+    /// serves captures only, `retain.rs`); none: every session is kept (a journal on disk).
+    pub keep: Option<Keep>,
 }
 
 /// The bytes of turns the writer's queue holds at most (request bodies and rebuilt answers).
@@ -28,6 +32,8 @@ enum Job {
     /// A turn and its share of the queue, given back once it is written.
     Turn(Box<Turn>, Option<OwnedSemaphorePermit>),
     Flush(mpsc::Sender<()>),
+    /// What the journal holds, once the turns queued before are written.
+    Held(mpsc::Sender<Result<Held, String>>),
 }
 
 /// The handle to the writer thread.
@@ -78,9 +84,10 @@ impl Writer {
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new().name("salvage-proxy-journal".into()).spawn(move || {
             let mut recent = Recent::default();
+            let mut retained = options.keep.map(Retained::new);
             while let Ok(job) = rx.recv() {
                 // Every turn already queued goes in one batch; a flush waits for those before it.
-                let (mut turns, mut rooms, mut flush) = (Vec::new(), Vec::new(), None);
+                let (mut turns, mut rooms, mut flush, mut count) = (Vec::new(), Vec::new(), None, None);
                 let (mut next, mut weight) = (Some(job), 0usize);
                 while let Some(job) = next.take() {
                     match job {
@@ -93,6 +100,10 @@ impl Writer {
                             flush = Some(done);
                             break;
                         }
+                        Job::Held(answer) => {
+                            count = Some(answer);
+                            break;
+                        }
                     }
                     if turns.len() < BATCH_TURNS && weight < BATCH_BYTES {
                         next = rx.try_recv().ok();
@@ -100,13 +111,24 @@ impl Writer {
                 }
                 for r in write_batch(&mut journal, &options, &mut recent, turns) {
                     match r {
-                        Ok((session, capture)) => report(Written::Turn { session, capture }),
+                        Ok((session, capture)) => {
+                            if let Some(r) = &mut retained {
+                                r.touch(&session);
+                            }
+                            report(Written::Turn { session, capture })
+                        }
                         Err(e) => report(Written::Failed(e.to_string())),
                     }
+                }
+                if let Some(Err(e)) = retained.as_mut().map(|r| r.trim(&mut journal)) {
+                    report(Written::Failed(e.to_string()));
                 }
                 drop(rooms);
                 if let Some(done) = flush {
                     let _ = done.send(());
+                }
+                if let Some(answer) = count {
+                    let _ = answer.send(held(&journal).map_err(|e| e.to_string()));
                 }
             }
         })?;
@@ -148,6 +170,14 @@ impl Writer {
     /// The bytes of the turns queued and not yet written (at most the queue's size).
     pub fn queued_bytes(&self) -> usize {
         (self.capacity as usize).saturating_sub(self.room.available_permits())
+    }
+
+    /// What the journal holds once every turn queued before this call is written (for tests and
+    /// diagnostics: it waits like [`Writer::flush`]).
+    pub fn held(&self) -> Result<Held, String> {
+        let (answer, wait) = mpsc::channel();
+        self.tx.send(Job::Held(answer)).map_err(|_| "the journal writer has stopped".to_string())?;
+        wait.recv().map_err(|_| "the journal writer has stopped".to_string())?
     }
 
     /// Waits until every turn queued before this call is written.

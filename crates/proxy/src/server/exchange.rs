@@ -5,7 +5,8 @@
 //! recoverable class, handed to the engine, which retries until an answer or its bound.
 
 use super::http::{
-    accepts_trailers, error_chain, full, refused, send, strip_hop_by_hop, unreachable, upstream_uri,
+    accepts_trailers, error_chain, full, over_budget, refused, send, strip_hop_by_hop, unreachable,
+    upstream_uri,
 };
 use super::tee::{relay, Finish};
 use super::{ProxyBody, ProxyError, State};
@@ -94,8 +95,21 @@ pub(super) async fn handle(
         // A journal that fell behind holds new turns back rather than queueing without bound.
         w.not_full().await;
     }
-    // The body goes upstream as it arrives; a turn keeps its frames for the journal and recovery.
-    let (spool, body) = Spool::new(incoming, max, turn_of.is_some());
+    // The body goes upstream as it arrives; a turn keeps its frames for the journal and recovery,
+    // within the budget of request bytes in flight: its declared length is taken first (waiting
+    // a bounded time for room), what arrives beyond it as it arrives.
+    let (spool, body) = if turn_of.is_some() {
+        let declared = usize::try_from(incoming.size_hint().lower()).unwrap_or(usize::MAX).min(max);
+        match st.budget.take(declared).await {
+            Ok(charge) => Spool::budgeted(incoming, max, st.budget.clone(), charge),
+            Err(over) => {
+                (st.log)(&format!("request refused: {over}"));
+                return Ok(over_budget(&over));
+            }
+        }
+    } else {
+        Spool::new(incoming, max, false)
+    };
     let Some(api) = turn_of else {
         // Not a turn (or neither journaled nor recovered): relayed as it is.
         return match send(&st, &head.method, &head.uri, &head.headers, Outgoing::Relayed(spool)).await {
@@ -149,15 +163,20 @@ impl Exchange {
             Sent::Rejected(r, p) => (r, p),
         };
         // A failure: parse the request (once), classify, journal, capture, maybe recover.
-        let Some(parsed) = self.parse_request().await else {
+        self.parse_request().await;
+        let Some(parsed) = self.turn.parsed.take() else {
             return passthrough.ok_or(ProxyError::Transport(rejection.message));
         };
         let recoverable = self.classify(&rejection, &parsed);
         if !(self.st.options.recover && recoverable) {
+            // The turn keeps the request as sent, for the journal and the capture: no copy.
+            self.turn.parsed = Some(parsed);
             return self.finish_failure(passthrough, rejection).await;
         }
-        // The engine takes the turn from here: attempt 0's record is its own.
+        // The engine takes the turn from here: attempt 0's record is its own. It changes its
+        // own copy of the request; the turn keeps the request as sent.
         self.turn.steps.pop();
+        self.turn.parsed = Some(parsed.clone());
         self.recover(parsed, rejection, passthrough).await
     }
 
@@ -201,12 +220,16 @@ impl Exchange {
         relay(resp, self.writer.map(|writer| Finish { turn: self.turn, writer }))
     }
 
-    /// The request read as a history (on a failure, once).
-    async fn parse_request(&mut self) -> Option<Parsed> {
+    /// Reads the request as a history into the turn (on a failure, once). The body is handed
+    /// over whole and freed before its history is built (the turn keeps its length): from here
+    /// on the turn's parsed request is what the journal, the capture and recovery read.
+    async fn parse_request(&mut self) {
         if self.turn.parsed.is_none() {
             let whole = self.body.read_whole(self.st.options.max_request_bytes).await;
+            // The copy read_whole returns is dropped: the one taken is then the only one.
+            let whole = whole.map(drop).and_then(|()| self.body.take_whole());
             match whole.map_err(|e| e.to_string()).and_then(|w| decoded_request(self.turn.coding, w)) {
-                Ok(whole) => match route::parse(self.api, &whole) {
+                Ok(whole) => match route::parse_owned(self.api, whole) {
                     Ok(p) => self.turn.parsed = Some(p),
                     Err(e) => (self.st.log)(&format!(
                         "request body not read as a history ({e}); relayed unrecorded"
@@ -215,7 +238,6 @@ impl Exchange {
                 Err(e) => (self.st.log)(&format!("request body not read ({e}); relayed unrecorded")),
             }
         }
-        self.turn.parsed.clone()
     }
 
     /// Classifies the rejection of the client's request, records it as the turn's failure and

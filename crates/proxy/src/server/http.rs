@@ -125,8 +125,28 @@ pub(super) fn refused(e: &BodyError) -> Response<ProxyBody> {
     let status = match e {
         BodyError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         BodyError::Client(_) | BodyError::Unfinished => StatusCode::BAD_REQUEST,
+        BodyError::OverBudget(over) => return over_budget(over),
     };
     plain(status, &format!("salvage proxy: request body: {e}"))
+}
+
+/// The proxy's answer to a request its budget of request bytes in flight has no room for: 503,
+/// `retry-after`, and a JSON error (in the shape of the providers' own) naming the budget.
+pub(super) fn over_budget(over: &crate::budget::OverBudget) -> Response<ProxyBody> {
+    let body = serde_json::json!({
+        "type": "error",
+        "error": {
+            "type": "overloaded_error",
+            "message": format!("salvage proxy: {over}; retry later"),
+        },
+        "budget": {"request_bytes_in_flight": over.total, "wanted": over.wanted},
+    });
+    let mut r = Response::new(full(Bytes::from(body.to_string())));
+    *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let h = r.headers_mut();
+    h.insert(hyper::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(hyper::header::RETRY_AFTER, HeaderValue::from(crate::budget::RETRY_AFTER_SECS));
+    r
 }
 
 /// The `HeaderValue` of a session id (for clients and tests that set it).

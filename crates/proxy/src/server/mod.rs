@@ -43,6 +43,11 @@ pub struct Options {
     pub max_request_bytes: usize,
     /// The `CHATCLI_*` settings as given (recorded by the engine with a recovery).
     pub settings: std::collections::BTreeMap<String, String>,
+    /// The bytes of request bodies the proxy keeps at once, across every request in flight
+    /// ([`crate::budget`]; `--request-budget`).
+    pub request_budget: usize,
+    /// How long a request waits for room in that budget before it is answered 503.
+    pub budget_wait: std::time::Duration,
 }
 
 /// Why the proxy could not start or relay.
@@ -73,8 +78,10 @@ struct State {
     options: Options,
     client: HttpsClient,
     writer: Option<Writer>,
-    /// The recovery state of each session the proxy recovered in (cap, notice, budget).
-    sessions: Mutex<HashMap<String, SessionState>>,
+    /// The request bytes kept at once.
+    budget: crate::budget::Budget,
+    /// The recovery state of the sessions the proxy recovered in last (cap, notice, budget).
+    sessions: Mutex<Recovered>,
     log: Box<dyn Fn(&str) + Send + Sync>,
 }
 
@@ -82,7 +89,7 @@ impl State {
     /// Keeps the recovery state a session ended a turn with.
     fn remember(&self, key: &str, session: SessionState) {
         if let Ok(mut m) = self.sessions.lock() {
-            m.insert(key.to_string(), session);
+            m.remember(key, session);
         }
     }
 
@@ -91,8 +98,44 @@ impl State {
         self.sessions
             .lock()
             .ok()
-            .and_then(|m| m.get(key).cloned())
+            .and_then(|m| m.recalled(key))
             .unwrap_or_else(|| SessionState::with_cap(self.options.config.max_payload))
+    }
+}
+
+/// The recovery states the proxy keeps at most: those of the sessions it recovered in last.
+pub const RECOVERED_SESSIONS: usize = 1024;
+
+/// The recovery state of the sessions recovered in last, at most [`RECOVERED_SESSIONS`] of them:
+/// a session the proxy has not recovered in for that many others starts again from the
+/// configured cap, as after a restart (what it learnt is learnt again from its next rejection).
+#[derive(Debug, Default)]
+struct Recovered {
+    /// Each session's state and when it was last remembered.
+    states: HashMap<String, (u64, SessionState)>,
+    clock: u64,
+}
+
+impl Recovered {
+    fn remember(&mut self, key: &str, session: SessionState) {
+        self.clock = self.clock.saturating_add(1);
+        self.states.insert(key.to_string(), (self.clock, session));
+        if self.states.len() > RECOVERED_SESSIONS {
+            // Down to three quarters, the least recently remembered first (one sort per quarter
+            // of the bound, not one per session).
+            let mut ages: Vec<u64> = self.states.values().map(|(t, _)| *t).collect();
+            ages.sort_unstable();
+            let cut = ages.get(RECOVERED_SESSIONS / 4).copied().unwrap_or(0);
+            self.states.retain(|_, (t, _)| *t >= cut);
+        }
+    }
+
+    fn recalled(&self, key: &str) -> Option<SessionState> {
+        self.states.get(key).map(|(_, s)| s.clone())
+    }
+
+    fn len(&self) -> usize {
+        self.states.len()
     }
 }
 
@@ -155,9 +198,9 @@ impl Proxy {
             .enable_http1()
             .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).build(https);
-        Ok(Proxy {
-            state: Arc::new(State { options, client, writer, sessions: Mutex::new(HashMap::new()), log }),
-        })
+        let budget = crate::budget::Budget::new(options.request_budget, options.budget_wait);
+        let state = State { options, client, writer, budget, sessions: Mutex::default(), log };
+        Ok(Proxy { state: Arc::new(state) })
     }
 
     /// Serves connections from `listener` until the future is dropped. A failed accept does not
@@ -197,10 +240,43 @@ impl Proxy {
         }
     }
 
+    /// The sessions whose recovery state the proxy keeps (at most [`RECOVERED_SESSIONS`]).
+    pub fn recovered_sessions(&self) -> usize {
+        self.state.sessions.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// The bytes of request bodies the proxy holds now, of its budget ([`Options::request_budget`]).
+    pub fn request_bytes_held(&self) -> usize {
+        self.state.budget.total().saturating_sub(self.state.budget.available())
+    }
+
     /// Waits until every finished turn is journaled.
     pub fn flush(&self) {
         if let Some(w) = &self.state.writer {
             w.flush();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recovery_states_kept_are_the_latest() {
+        let mut r = Recovered::default();
+        for i in 0..RECOVERED_SESSIONS * 3 {
+            r.remember(&format!("s{i}"), SessionState::with_cap(Some(i as u64)));
+            assert!(r.len() <= RECOVERED_SESSIONS);
+        }
+        let last = RECOVERED_SESSIONS * 3 - 1;
+        assert_eq!(r.recalled(&format!("s{last}")).and_then(|s| s.cap), Some(last as u64));
+        assert!(r.recalled("s0").is_none());
+        // One remembered again is recent again.
+        r.remember("s0", SessionState::with_cap(Some(7)));
+        for i in 0..RECOVERED_SESSIONS / 2 {
+            r.remember(&format!("t{i}"), SessionState::default());
+        }
+        assert_eq!(r.recalled("s0").and_then(|s| s.cap), Some(7));
     }
 }
