@@ -344,18 +344,88 @@ pub(super) fn write_capture(
         class,
         upstream: turn.upstream,
     };
-    let capture = build_capture(&input, &format!("{s}-{seq}"), &options.settings);
-    let file = dir.join(format!("{}.json", capture.id));
-    write_atomic(&file, capture.to_json_pretty().as_bytes())
-        .map_err(|source| WriteError::Capture { file: file.clone(), source })?;
-    Ok(Some(file))
+    // A capture is never replaced: a session that starts again (a restarted proxy, or one the
+    // in-memory journal let go of) counts its events from 1 again, and its failure gets the
+    // next free name instead of the earlier failure's.
+    for n in 1..=MAX_NAME_TRIES {
+        let id = if n == 1 { format!("{s}-{seq}") } else { format!("{s}-{seq}-{n}") };
+        let capture = build_capture(&input, &id, &options.settings);
+        let file = dir.join(format!("{id}.json"));
+        match write_new(&file, capture.to_json_pretty().as_bytes()) {
+            Ok(true) => return Ok(Some(file)),
+            Ok(false) => continue,
+            Err(source) => return Err(WriteError::Capture { file, source }),
+        }
+    }
+    let file = dir.join(format!("{s}-{seq}.json"));
+    let source =
+        std::io::Error::new(std::io::ErrorKind::AlreadyExists, "every name for this capture is taken");
+    Err(WriteError::Capture { file, source })
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Names a capture may take before the writer gives up (`ID.json`, `ID-2.json`, …).
+const MAX_NAME_TRIES: u32 = 1000;
+
+/// Writes `bytes` to `path` whole, readable by its owner only (folders created 0700), unless
+/// `path` exists: `false` then, and nothing is written. The file appears complete or not at all
+/// (a temporary file beside it, hard-linked into place, which fails rather than replacing).
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    use std::io::Write;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.create(dir)?;
     }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    if path.symlink_metadata().is_ok() {
+        return Ok(false);
+    }
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let written = o.open(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_data()
+    });
+    let linked = written.and_then(|()| match std::fs::hard_link(&tmp, path) {
+        // A file system without hard links: the check above stands for the no-clobber link.
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists && path.symlink_metadata().is_err() => {
+            std::fs::rename(&tmp, path)
+        }
+        r => r,
+    });
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may panic
+    use super::*;
+
+    #[test]
+    fn a_capture_file_is_never_replaced_and_is_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("captures/s-3.json");
+        assert!(write_new(&file, b"first").unwrap());
+        assert!(!write_new(&file, b"second").unwrap(), "an existing capture is left alone");
+        assert_eq!(std::fs::read(&file).unwrap(), b"first");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&file), 0o600);
+            assert_eq!(mode(&dir.path().join("captures")), 0o700);
+        }
+        // No temporary file is left behind either way.
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("captures")).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1);
+    }
 }
