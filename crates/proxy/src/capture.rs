@@ -31,6 +31,8 @@ pub struct CaptureInput {
     pub class: ErrorClass,
     /// Where it was sent (for the title).
     pub upstream: String,
+    /// The sizes of later attempts of the same turn the upstream rejected for their size.
+    pub rejected_retries: Vec<u64>,
 }
 
 /// A size the upstream reported in its rejection (`… 1234567 bytes …`, `request size: N`).
@@ -119,15 +121,18 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
         expect: None,
     };
     let mut notes = Vec::new();
+    // Redacted first: the gateway is modeled on the body the capture keeps (redaction changes
+    // its size; a cap taken from the body as sent would let the replay's attempt 0 through).
+    salvage_wire::redact::redact_capture(&mut capture);
     // A replay weighs attempt 0 as the body rebuilt from the capture's request and history: the
-    // body as sent (the importers are lossless), `request.bytes`.
+    // body as sent (the importers are lossless) less what redaction took, `request.bytes`.
     let rebuilt = capture
         .request
         .as_ref()
-        .map(|r| salvage_wire::request_bytes(r, &input.history))
+        .map(|r| salvage_wire::request_bytes(r, &capture.history))
         .unwrap_or(input.bytes);
     if rebuilt != input.bytes {
-        notes.push(format!("the body as sent was {} bytes, {rebuilt} as rebuilt", input.bytes));
+        notes.push(format!("the body as sent was {} bytes, {rebuilt} as kept", input.bytes));
     }
     capture.upstream.gateway = gateway(input, rebuilt, &mut notes);
     if input.class == ErrorClass::ContextOverflow {
@@ -144,19 +149,20 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
         input.class,
         if notes.is_empty() { String::new() } else { format!("; replayed with {}", notes.join(", ")) }
     ));
-    salvage_wire::redact::redact_capture(&mut capture);
     capture
 }
 
 /// The gateway a rejection shows, if any: its style and the tightest cap consistent with what was
-/// seen (the reported size − 1, else the body's size − 1, as a replay weighs it when that is
-/// smaller than the bytes as sent).
+/// seen — one byte under the smallest of the reported size, the body as the capture keeps it and
+/// every later attempt of the turn rejected for its size.
 fn gateway(input: &CaptureInput, rebuilt: u64, notes: &mut Vec<String>) -> Option<Gateway> {
     let style = gateway_style(&input.failure, input.class)?;
-    let max = match input.failure.rejected_request_bytes {
-        Some(r) => r.saturating_sub(1),
-        None => input.bytes.min(rebuilt).saturating_sub(1),
-    };
+    let first = input.failure.rejected_request_bytes.unwrap_or(u64::MAX).min(input.bytes).min(rebuilt);
+    let smallest = input.rejected_retries.iter().copied().fold(first, u64::min);
+    if smallest < first {
+        notes.push(format!("a retry of {smallest} bytes rejected too"));
+    }
+    let max = smallest.saturating_sub(1);
     notes.push(format!("gateway {} at {max} bytes", style.as_str()));
     Some(Gateway {
         max_body_bytes: Some(max),
@@ -205,5 +211,39 @@ mod tests {
             overflow_numbers("This model's maximum context length is 128000 tokens. However, your messages resulted in 130001 tokens."),
             Some((130001, 128000))
         );
+    }
+
+    /// A 413 body holding a secret: the cap is modeled on the body the capture keeps (redacted,
+    /// smaller), so the capture's attempt 0 is still over it.
+    #[test]
+    fn the_cap_of_a_redacted_capture_is_under_its_kept_body() {
+        let secret = format!("sk-ant-api03-{}", "AbCdEfGhIj".repeat(8));
+        let body = serde_json::to_vec(&serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 8,
+            "messages": [{"role": "user", "content": format!("my key is {secret}, fix the build")}]}))
+        .unwrap();
+        let parsed = crate::route::parse(Api::AnthropicMessages, &body).unwrap();
+        let input = CaptureInput {
+            api: Api::AnthropicMessages,
+            client: None,
+            model: parsed.model.clone(),
+            history: parsed.history.clone(),
+            request: parsed.request.clone(),
+            bytes: body.len() as u64,
+            failure: Failure {
+                status: Some(413),
+                message: "413 Payload Too Large".into(),
+                transport: None,
+                rejected_request_bytes: None,
+            },
+            class: ErrorClass::PayloadTooLarge,
+            upstream: "http://127.0.0.1".into(),
+            rejected_retries: Vec::new(),
+        };
+        let c = build_capture(&input, "t-1", &BTreeMap::new());
+        let kept = c.request.as_ref().and_then(|r| r.bytes).unwrap();
+        assert!(kept < body.len() as u64, "redacted");
+        assert!(!c.to_json_pretty().contains(&secret));
+        let max = c.upstream.gateway.as_ref().and_then(|g| g.max_body_bytes).unwrap();
+        assert_eq!(max, kept - 1);
     }
 }

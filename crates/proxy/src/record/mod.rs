@@ -114,6 +114,9 @@ pub struct Turn {
     pub response: Option<Assembler>,
     /// The accepted response broke off (upstream error mid-stream, or the client went away).
     pub cut: Option<Cut>,
+    /// The sizes of the turn's later attempts (recovery's retries) the upstream rejected for
+    /// their size: the capture models the tightest cap all its rejections show.
+    pub rejected_retries: Vec<u64>,
 }
 
 /// How an accepted response broke off.
@@ -147,6 +150,7 @@ impl Turn {
             failure: None,
             response: None,
             cut: None,
+            rejected_retries: Vec::new(),
         }
     }
 

@@ -343,6 +343,7 @@ pub(super) fn write_capture(
         failure,
         class,
         upstream: turn.upstream,
+        rejected_retries: turn.rejected_retries,
     };
     // A capture is never replaced: a session that starts again (a restarted proxy, or one the
     // in-memory journal let go of) counts its events from 1 again, and its failure gets the

@@ -286,6 +286,7 @@ impl Exchange {
         mut passthrough: Option<Response<ProxyBody>>,
     ) -> Result<Response<ProxyBody>, ProxyError> {
         let key = crate::record::session_id(self.turn.session_header.as_deref(), &parsed.history);
+        let parsed_weight = history_weight(&parsed.history);
         // A retry is the proxy's own plain JSON, whatever the client's body was encoded in.
         self.head.headers.remove(hyper::header::CONTENT_ENCODING);
         let o = &self.st.options;
@@ -322,7 +323,12 @@ impl Exchange {
                     return Ok(self.accepted(resp));
                 }
                 Sent::Refused(resp) => return Ok(resp),
-                Sent::Rejected(again, p) => (rejection, passthrough) = (again, p),
+                Sent::Rejected(again, p) => {
+                    if rejected_for_size(&again, parsed_weight) {
+                        self.turn.rejected_retries.push(sent);
+                    }
+                    (rejection, passthrough) = (again, p);
+                }
             }
         }
         self.st.remember(&key, r.session());
@@ -341,6 +347,22 @@ impl Exchange {
         }
         passthrough.ok_or(ProxyError::Transport(rejection.message))
     }
+}
+
+/// True when a rejection is one for the request's size (payload-class), for a request whose
+/// history weighs at most `weight`.
+fn rejected_for_size(r: &Rejection, weight: u64) -> bool {
+    use salvage_types::class::ErrorClass;
+    let failure = Failure {
+        status: r.status,
+        message: r.message.clone(),
+        transport: r.transport.clone(),
+        rejected_request_bytes: r.rejected_bytes,
+    };
+    matches!(
+        classify(&FailureInput::new(failure, weight)).class,
+        ErrorClass::PayloadTooLarge | ErrorClass::WafRejection | ErrorClass::LikelyPayload
+    )
 }
 
 /// A transport failure as a rejection.
