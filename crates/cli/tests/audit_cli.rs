@@ -254,6 +254,31 @@ fn journal_prefixes_checkpoints_rewinds_diff_export_and_filters() {
     );
 }
 
+/// Ages too large for a time (finding 06): `now - age` used to panic inside chrono (exit 101);
+/// now they are a usage error naming the option, and a large but representable age still works.
+#[test]
+fn ages_beyond_any_time_are_usage_errors_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    corpus(dir.path());
+    ok(dir.path(), &["replay", "corpus/auth-401.json"]);
+    for (args, flag) in [
+        (&["journal", "sessions", "--since", "99999999d"][..], "--since"),
+        (&["journal", "sessions", "--since", "2400000000h"][..], "--since"),
+        (&["journal", "sessions", "--since", "99999999999999d"][..], "--since"),
+        (&["journal", "sessions", "--since", "9999999999999999999h"][..], "--since"),
+        (&["journal", "prune", "--before", "99999999999d", "--dry-run"][..], "--before"),
+    ] {
+        let o = salvage(dir.path(), args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(flag) && e.contains("reaches back further"), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+    }
+    // 1000 years back is before every session: all of them are listed.
+    let f = json(&ok(dir.path(), &["journal", "sessions", "--json", "--since", "365000d"]));
+    assert_eq!(f["sessions"].as_array().unwrap().len(), 1, "{f}");
+}
+
 #[test]
 fn delete_and_prune_whole_sessions_then_gc_evicts_their_blobs() {
     let dir = tempfile::tempdir().unwrap();
