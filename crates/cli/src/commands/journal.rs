@@ -237,7 +237,9 @@ pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Ou
             let session = resolve(&j, &session)?;
             let seq = crate::commands::journal_points::checkpoint(&mut j, &session, &name, now)?;
             out.line(&format!(
-                "event {seq}: checkpoint {name:?} (rewind to it with `salvage journal rewind {session} --to {name}`)"
+                "event {seq}: checkpoint {name:?} (rewind to it with `salvage journal rewind {} --to {}`)",
+                escape(&shell_quote(&session)),
+                escape(&shell_quote(&name))
             ))?;
         }
         Sub::Checkpoints { session, json } => checkpoints(&j, &resolve(&j, &session)?, json, out)?,
@@ -348,7 +350,9 @@ fn checkpoints(j: &Journal, session: &str, json: bool, out: &mut Output) -> Outc
         out.json(&json!({ "checkpoints": pick(true), "abandoned": pick(false) }))?;
     } else if c.is_empty() {
         out.line(&format!(
-            "no checkpoints in {session} (create one with `salvage journal checkpoint {session} --name NAME`)"
+            "no checkpoints in {} (create one with `salvage journal checkpoint {} --name NAME`)",
+            escape(session),
+            escape(&shell_quote(session))
         ))?;
     } else {
         for p in &c {
