@@ -123,3 +123,41 @@ fn auto_detection_refuses_a_bomb_before_parsing_it() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("detected openai"), "{err}");
 }
+
+/// Finding 10: `ccr put`, `apply`, `replay --baseline` and the stdin of `classify`, `apply` and
+/// `ccr put -` read through the bounded reader of `import` and `replay`: a device or a FIFO is
+/// refused before it is read (nothing blocks), standard input stops at SALVAGE_MAX_CAPTURE, and
+/// a baseline's JSON is scanned for a bomb before it is parsed.
+#[test]
+fn every_reader_refuses_devices_fifos_and_endless_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert!(Command::new("mkfifo").arg(d.join("fifo")).status().unwrap().success());
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus/auth-401.json");
+    let c = capture.to_str().unwrap();
+    for (node, kind) in [("/dev/zero", "character device"), ("fifo", "FIFO")] {
+        let not_regular = [node, kind, "not a regular file"];
+        refused(d, &["ccr", "put", node], None, &not_regular);
+        refused(d, &["apply", "rung1", node], None, &not_regular);
+        refused(d, &["replay", c, "--no-journal", "--baseline", node], None, &not_regular);
+    }
+    let zero = Path::new("/dev/zero");
+    let over = ["<stdin>", "over the", "limit"];
+    refused(d, &["classify"], Some(zero), &over);
+    refused(d, &["apply", "rung1"], Some(zero), &over);
+    refused(d, &["apply", "rung1", "-"], Some(zero), &over);
+    refused(d, &["ccr", "put", "-"], Some(zero), &over);
+
+    std::fs::write(d.join("bb.json"), format!(r#"{{"captures":[],"junk":[{}]}}"#, zeros(15_000_000))).unwrap();
+    refused(d, &["replay", c, "--no-journal", "--baseline", "bb.json"], None, &["bb.json", "JSON values"]);
+
+    // Regular files and bounded stdin still work.
+    std::fs::write(d.join("blob.txt"), b"archived text").unwrap();
+    let (code, out, err) = run(d, &["ccr", "put", "blob.txt"], None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("ccr:"), "{out}");
+    std::fs::write(d.join("failure.json"), br#"{"status":413,"message":"413 Payload Too Large"}"#).unwrap();
+    let (code, out, err) = run(d, &["classify"], Some(&d.join("failure.json")));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("payload"), "{out}");
+}
