@@ -161,3 +161,40 @@ fn every_reader_refuses_devices_fifos_and_endless_streams() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("payload"), "{out}");
 }
+
+/// Finding 07: `import -o` onto a FIFO is refused (exit 2, the FIFO kept, nothing read from it or
+/// written); onto a symlink it writes the link's target; `replay --bless` on a symlinked capture
+/// blesses the real capture and keeps the link.
+#[test]
+fn outputs_write_through_symlinks_and_refuse_fifos() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let body = root.join("samples/anthropic/messages-redacted-thinking.json");
+    let b = body.to_str().unwrap();
+    assert!(Command::new("mkfifo").arg(d.join("fifo")).status().unwrap().success());
+    refused(d, &["import", b, "--status", "413", "-o", "fifo"], None, &["fifo", "a FIFO", "not a regular file"]);
+    assert!(std::fs::symlink_metadata(d.join("fifo")).unwrap().file_type().is_fifo());
+
+    std::fs::write(d.join("real.json"), b"keep me").unwrap();
+    std::os::unix::fs::symlink("real.json", d.join("link.json")).unwrap();
+    let (code, _, err) = run(d, &["import", b, "--status", "413", "-o", "link.json"], None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::symlink_metadata(d.join("link.json")).unwrap().file_type().is_symlink());
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("real.json")).unwrap()).unwrap();
+    assert_eq!(written["format"], "salvage.capture/1");
+
+    std::fs::create_dir_all(d.join("real")).unwrap();
+    std::fs::create_dir_all(d.join("corpus")).unwrap();
+    let mut c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("corpus/axios-413-sentence.json")).unwrap()).unwrap();
+    c["expect"] = serde_json::json!({"outcome": "exhausted"});
+    std::fs::write(d.join("real/c.json"), c.to_string()).unwrap();
+    std::os::unix::fs::symlink("../real/c.json", d.join("corpus/c.json")).unwrap();
+    let (code, _, err) = run(d, &["replay", "corpus", "--bless"], None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::symlink_metadata(d.join("corpus/c.json")).unwrap().file_type().is_symlink());
+    let blessed: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("real/c.json")).unwrap()).unwrap();
+    assert_ne!(blessed["expect"]["outcome"], "exhausted", "the real capture is blessed: {}", blessed["expect"]);
+}
