@@ -289,7 +289,9 @@ mod tests {
         let fifo = d.join("fifo");
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         std::os::unix::fs::symlink("fifo", d.join("to-fifo")).unwrap();
-        for (p, kind) in [(fifo.clone(), "a FIFO"), (d.join("to-fifo"), "a FIFO"), (d.join("real"), "a folder")] {
+        for (p, kind) in
+            [(fifo.clone(), "a FIFO"), (d.join("to-fifo"), "a FIFO"), (d.join("real"), "a folder")]
+        {
             let e = write(&p, b"x").unwrap_err();
             assert!(e.to_string().contains(kind) && e.to_string().contains("not a regular file"), "{e}");
         }

@@ -277,7 +277,8 @@ fn hint_words(dir: &Path, hint: &str) -> Vec<String> {
 #[test]
 fn checkpoint_hints_are_shell_quoted_like_the_rewind_hint() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = json(&std::fs::read_to_string(root().join("testdata/corpus/axios-413-sentence.json")).unwrap());
+    let mut c =
+        json(&std::fs::read_to_string(root().join("testdata/corpus/axios-413-sentence.json")).unwrap());
     c["id"] = serde_json::json!("x$(touch PWNED)");
     std::fs::write(dir.path().join("inj.json"), c.to_string()).unwrap();
     ok(dir.path(), &["replay", "inj.json"]);

@@ -148,7 +148,8 @@ fn every_reader_refuses_devices_fifos_and_endless_streams() {
     refused(d, &["apply", "rung1", "-"], Some(zero), &over);
     refused(d, &["ccr", "put", "-"], Some(zero), &over);
 
-    std::fs::write(d.join("bb.json"), format!(r#"{{"captures":[],"junk":[{}]}}"#, zeros(15_000_000))).unwrap();
+    std::fs::write(d.join("bb.json"), format!(r#"{{"captures":[],"junk":[{}]}}"#, zeros(15_000_000)))
+        .unwrap();
     refused(d, &["replay", c, "--no-journal", "--baseline", "bb.json"], None, &["bb.json", "JSON values"]);
 
     // Regular files and bounded stdin still work.
@@ -174,7 +175,12 @@ fn outputs_write_through_symlinks_and_refuse_fifos() {
     let body = root.join("samples/anthropic/messages-redacted-thinking.json");
     let b = body.to_str().unwrap();
     assert!(Command::new("mkfifo").arg(d.join("fifo")).status().unwrap().success());
-    refused(d, &["import", b, "--status", "413", "-o", "fifo"], None, &["fifo", "a FIFO", "not a regular file"]);
+    refused(
+        d,
+        &["import", b, "--status", "413", "-o", "fifo"],
+        None,
+        &["fifo", "a FIFO", "not a regular file"],
+    );
     assert!(std::fs::symlink_metadata(d.join("fifo")).unwrap().file_type().is_fifo());
 
     std::fs::write(d.join("real.json"), b"keep me").unwrap();
@@ -182,7 +188,8 @@ fn outputs_write_through_symlinks_and_refuse_fifos() {
     let (code, _, err) = run(d, &["import", b, "--status", "413", "-o", "link.json"], None);
     assert_eq!(code, Some(0), "{err}");
     assert!(std::fs::symlink_metadata(d.join("link.json")).unwrap().file_type().is_symlink());
-    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("real.json")).unwrap()).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("real.json")).unwrap()).unwrap();
     assert_eq!(written["format"], "salvage.capture/1");
 
     std::fs::create_dir_all(d.join("real")).unwrap();
@@ -195,6 +202,11 @@ fn outputs_write_through_symlinks_and_refuse_fifos() {
     let (code, _, err) = run(d, &["replay", "corpus", "--bless"], None);
     assert_eq!(code, Some(0), "{err}");
     assert!(std::fs::symlink_metadata(d.join("corpus/c.json")).unwrap().file_type().is_symlink());
-    let blessed: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("real/c.json")).unwrap()).unwrap();
-    assert_ne!(blessed["expect"]["outcome"], "exhausted", "the real capture is blessed: {}", blessed["expect"]);
+    let blessed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("real/c.json")).unwrap()).unwrap();
+    assert_ne!(
+        blessed["expect"]["outcome"], "exhausted",
+        "the real capture is blessed: {}",
+        blessed["expect"]
+    );
 }

@@ -59,7 +59,12 @@ pub enum Sub {
 }
 
 /// Runs the command.
-pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, clock: &dyn Clock, out: &mut Output) -> Outcome {
+pub fn run(
+    args: Args,
+    env: &std::collections::BTreeMap<String, String>,
+    clock: &dyn Clock,
+    out: &mut Output,
+) -> Outcome {
     match args.command {
         Sub::Stats { json } => stats(&args.db, json, clock, out),
         Sub::Verify { json } => verify(&args.db, json, clock, out),
@@ -67,7 +72,9 @@ pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, clock: 
             let policy = retention(max_bytes, max_age_days, grace_secs, dry_run)?;
             gc(&args.db, &policy, json, clock, out)
         }
-        Sub::Put { file } => put(&args.db, &file, crate::db::ceilings(env)?.capture.max_file_bytes, clock, out),
+        Sub::Put { file } => {
+            put(&args.db, &file, crate::db::ceilings(env)?.capture.max_file_bytes, clock, out)
+        }
         Sub::Redact { key } => redact(&args.db, &key, clock, out),
     }
 }

@@ -30,7 +30,10 @@ pub fn now(clock: &dyn Clock) -> DateTime<Utc> {
 /// only (a device or a FIFO is refused before it is opened for reading, so nothing blocks or
 /// reads forever), at most `limit` bytes, stdin bounded by the same limit. Returns the bytes and
 /// the name errors use (`<stdin>` for standard input).
-pub fn read_input_file(path: &std::path::Path, limit: u64) -> Result<(Vec<u8>, String), crate::exit::Failure> {
+pub fn read_input_file(
+    path: &std::path::Path,
+    limit: u64,
+) -> Result<(Vec<u8>, String), crate::exit::Failure> {
     let stdin = path.as_os_str() == "-";
     let name = if stdin { "<stdin>".to_string() } else { path.display().to_string() };
     let bytes = salvage_types::input::read_input(path, limit, false).map_err(|e| match e {

@@ -173,10 +173,7 @@ impl Loaded {
 /// The previous run's report, when `--baseline` names one.
 /// Read as a capture is: a regular file under SALVAGE_MAX_CAPTURE, its JSON's shape checked
 /// before it is parsed.
-fn read_baseline(
-    args: &Args,
-    limit: u64,
-) -> Result<Option<BTreeMap<String, serde_json::Value>>, Failure> {
+fn read_baseline(args: &Args, limit: u64) -> Result<Option<BTreeMap<String, serde_json::Value>>, Failure> {
     let Some(p) = &args.baseline else { return Ok(None) };
     let (bytes, name) = crate::commands::read_input_file(p, limit)?;
     salvage_types::input::check_json_shape(&bytes, &name).map_err(Failure::input)?;
