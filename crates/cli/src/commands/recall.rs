@@ -41,7 +41,8 @@ pub fn run(
         }
     }
     let store = args.db.open_read()?;
-    let ccr = salvage_ccr::Ccr::new(store.conn(), clock);
+    // A blob over the limit is refused from its recorded length, before it is read.
+    let ccr = salvage_ccr::Ccr::new(store.conn(), clock).with_max_blob_bytes(max);
     let results = recall_all(&ccr, &keys);
     let total: u64 = results.iter().filter_map(|r| r.result.as_ref().ok()).map(|b| b.len() as u64).sum();
     if total > max {
