@@ -109,6 +109,6 @@ fn recall_refuses_a_blob_over_the_limit_before_reading_it() {
     let o = common::cmd(dir.path(), &["recall", &marker]).env("SALVAGE_MAX_RECALL", "4KB").output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("over the") && err.contains("limit") && !err.contains("corrupt"), "{err}");
+    assert!(err.contains("over the 4.0 KB limit (SALVAGE_MAX_RECALL)") && !err.contains("corrupt"), "{err}");
     assert!(o.stdout.is_empty());
 }
