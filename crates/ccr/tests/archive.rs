@@ -82,6 +82,24 @@ fn put_is_idempotent_and_get_returns_the_original() {
     assert!(matches!(ccr.get("abc"), Err(CcrError::Key(_))));
 }
 
+/// Finding 10 (recall): an original over the handle's ceiling is refused from its recorded
+/// length, before its content is read: with the content removed, the refusal is still the size's.
+#[test]
+fn an_original_over_the_ceiling_is_refused_before_its_content_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let clock = FixedClock::at_ms(1_000);
+    let original = text(50_000, 3);
+    let key = Ccr::new(store.conn(), &clock).put(&original).unwrap().key;
+    store.conn().execute("UPDATE ccr_blobs SET data = NULL WHERE key = ?1", params![&key.0[..]]).unwrap();
+    let small = Ccr::new(store.conn(), &clock).with_max_blob_bytes(10_000);
+    let e = small.get(&key.hex()).unwrap_err();
+    assert!(matches!(e, CcrError::TooLarge { len: 50_000, limit: 10_000, .. }), "{e}");
+    // Within the ceiling the missing content is what is reported.
+    let e = Ccr::new(store.conn(), &clock).get(&key.hex()).unwrap_err();
+    assert!(matches!(e, CcrError::Corrupt { .. }), "{e}");
+}
+
 #[test]
 fn a_flipped_byte_anywhere_is_detected_by_get_and_verify() {
     let dir = tempfile::tempdir().unwrap();

@@ -19,10 +19,17 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes what `fill` streams into its writer (buffered) to `path` atomically, so large output
 /// is never held in memory as a whole. An error of `fill` leaves the target untouched.
+///
+/// A `path` that is a symlink is written through: the file it resolves to is replaced (the link
+/// stays). A `path` (or link target) that exists and is not a regular file (a FIFO, a device, a
+/// folder, a socket) is refused before anything is written, as renaming over it would replace
+/// the node itself.
 pub fn write_with(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
+    let target = destination(path)?;
+    let path = target.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -54,6 +61,70 @@ pub fn write_with(
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// The file a write to `path` replaces: `path` itself, or where its symlinks lead (a dangling
+/// link's target is created); an error when that exists and is not a regular file.
+fn destination(path: &Path) -> std::io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    // As many links as Linux follows (ELOOP past 40).
+    for _ in 0..40 {
+        let meta = match std::fs::symlink_metadata(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(p),
+            Err(e) => return Err(e),
+            Ok(m) => m,
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            let to = std::fs::read_link(&p)?;
+            p = match p.parent() {
+                Some(d) if to.is_relative() => d.join(to),
+                _ => to,
+            };
+            continue;
+        }
+        if ft.is_file() {
+            return Ok(p);
+        }
+        let via = if p == path { String::new() } else { format!(" (where {} leads)", path.display()) };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{}{via} is {}, not a regular file: it is not replaced (write to standard output and redirect it instead)",
+                p.display(),
+                kind(&ft)
+            ),
+        ));
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{}: too many levels of symbolic links", path.display()),
+    ))
+}
+
+/// What kind of node a file type is, for the message refusing it.
+fn kind(ft: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            return "a FIFO";
+        }
+        if ft.is_char_device() {
+            return "a character device";
+        }
+        if ft.is_block_device() {
+            return "a block device";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+    }
+    if ft.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Bytes a [`Handoff`] gathers before handing them to the writing thread.
@@ -194,6 +265,47 @@ fn remove_stale(dir: &Path, name: &str) {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    /// Finding 07: a symlink is written through (its target replaced, the link kept); a FIFO or
+    /// a folder, named directly or through a link, is refused and left as it was.
+    #[test]
+    fn symlinks_are_written_through_and_other_nodes_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("real")).unwrap();
+        std::fs::write(d.join("real/c.json"), b"old").unwrap();
+        std::os::unix::fs::symlink("real/c.json", d.join("link")).unwrap();
+        std::os::unix::fs::symlink("link", d.join("link2")).unwrap();
+        write(&d.join("link2"), b"new").unwrap();
+        assert!(std::fs::symlink_metadata(d.join("link")).unwrap().file_type().is_symlink());
+        assert!(std::fs::symlink_metadata(d.join("link2")).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(d.join("real/c.json")).unwrap(), b"new");
+        // A dangling link: its target is created.
+        std::os::unix::fs::symlink("real/made.json", d.join("dangling")).unwrap();
+        write(&d.join("dangling"), b"made").unwrap();
+        assert_eq!(std::fs::read(d.join("real/made.json")).unwrap(), b"made");
+        assert!(std::fs::symlink_metadata(d.join("dangling")).unwrap().file_type().is_symlink());
+
+        let fifo = d.join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        std::os::unix::fs::symlink("fifo", d.join("to-fifo")).unwrap();
+        for (p, kind) in
+            [(fifo.clone(), "a FIFO"), (d.join("to-fifo"), "a FIFO"), (d.join("real"), "a folder")]
+        {
+            let e = write(&p, b"x").unwrap_err();
+            assert!(e.to_string().contains(kind) && e.to_string().contains("not a regular file"), "{e}");
+        }
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO is kept");
+        assert!(std::fs::symlink_metadata(d.join("to-fifo")).unwrap().file_type().is_symlink());
+        let left: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(!left.iter().any(|n| n.to_string_lossy().ends_with(SUFFIX)), "{left:?}");
+
+        // A loop of links is an error, not a hang.
+        std::os::unix::fs::symlink("loop-b", d.join("loop-a")).unwrap();
+        std::os::unix::fs::symlink("loop-a", d.join("loop-b")).unwrap();
+        assert!(write(&d.join("loop-a"), b"x").is_err());
+    }
 
     #[test]
     fn new_files_are_owner_only_and_replaced_files_keep_their_mode() {

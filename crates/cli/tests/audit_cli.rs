@@ -254,6 +254,80 @@ fn journal_prefixes_checkpoints_rewinds_diff_export_and_filters() {
     );
 }
 
+/// The text between the first pair of backticks of `line`: a printed copy-paste hint.
+fn hint(line: &str) -> String {
+    line.split('`').nth(1).unwrap_or_else(|| panic!("no hint in {line:?}")).to_string()
+}
+
+/// Runs a printed hint with `sh` in `dir`, `salvage` standing for a function that prints its
+/// arguments one a line: the words the shell would have passed.
+fn hint_words(dir: &Path, hint: &str) -> Vec<String> {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!("salvage() {{ printf '%s\\n' \"$@\"; }}\n{hint}"))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{hint}: {}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect()
+}
+
+/// Finding 12: the copy-paste hints of `journal checkpoint` and `journal checkpoints` quote the
+/// session and the checkpoint name as the `rewind` hint does, so pasting one runs nothing else.
+#[test]
+fn checkpoint_hints_are_shell_quoted_like_the_rewind_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c =
+        json(&std::fs::read_to_string(root().join("testdata/corpus/axios-413-sentence.json")).unwrap());
+    c["id"] = serde_json::json!("x$(touch PWNED)");
+    std::fs::write(dir.path().join("inj.json"), c.to_string()).unwrap();
+    ok(dir.path(), &["replay", "inj.json"]);
+    let session = json(&ok(dir.path(), &["journal", "sessions", "--json"]))["sessions"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(session.starts_with("x$(touch PWNED)"), "{session}");
+
+    let none = ok(dir.path(), &["journal", "checkpoints", "latest"]);
+    let words = hint_words(dir.path(), &hint(&none));
+    assert_eq!(words, ["journal", "checkpoint", &session, "--name", "NAME"], "{none}");
+
+    let name = "cp;touch PWNED2";
+    let made = ok(dir.path(), &["journal", "checkpoint", "latest", "--name", name]);
+    let words = hint_words(dir.path(), &hint(&made));
+    assert_eq!(words, ["journal", "rewind", &session, "--to", name], "{made}");
+
+    let rewound = ok(dir.path(), &["journal", "rewind", "latest", "--to", "3"]);
+    let words = hint_words(dir.path(), &hint(&rewound));
+    assert_eq!(words[..3], ["journal", "rewind", session.as_str()], "{rewound}");
+    assert!(!dir.path().join("PWNED").exists() && !dir.path().join("PWNED2").exists());
+}
+
+/// Ages too large for a time (finding 06): `now - age` used to panic inside chrono (exit 101);
+/// now they are a usage error naming the option, and a large but representable age still works.
+#[test]
+fn ages_beyond_any_time_are_usage_errors_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    corpus(dir.path());
+    ok(dir.path(), &["replay", "corpus/auth-401.json"]);
+    for (args, flag) in [
+        (&["journal", "sessions", "--since", "99999999d"][..], "--since"),
+        (&["journal", "sessions", "--since", "2400000000h"][..], "--since"),
+        (&["journal", "sessions", "--since", "99999999999999d"][..], "--since"),
+        (&["journal", "sessions", "--since", "9999999999999999999h"][..], "--since"),
+        (&["journal", "prune", "--before", "99999999999d", "--dry-run"][..], "--before"),
+    ] {
+        let o = salvage(dir.path(), args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(flag) && e.contains("reaches back further"), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+    }
+    // 1000 years back is before every session: all of them are listed.
+    let f = json(&ok(dir.path(), &["journal", "sessions", "--json", "--since", "365000d"]));
+    assert_eq!(f["sessions"].as_array().unwrap().len(), 1, "{f}");
+}
+
 #[test]
 fn delete_and_prune_whole_sessions_then_gc_evicts_their_blobs() {
     let dir = tempfile::tempdir().unwrap();

@@ -91,3 +91,24 @@ fn zero_stored_bytes(db: &std::path::Path) {
         _ => panic!("the sqlite3 tool is needed (CI installs it)"),
     }
 }
+
+/// Finding 10 (recall): a blob over SALVAGE_MAX_RECALL is refused from its recorded length
+/// before its content is read: with the content gone from the database, recall still says the
+/// size is over the limit (it used to load and decode the blob first, and report it corrupt).
+#[test]
+fn recall_refuses_a_blob_over_the_limit_before_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.txt"), "x".repeat(8192)).unwrap();
+    let o = salvage(dir.path(), &["ccr", "put", "big.txt"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let marker = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let db = dir.path().join(".salvage/salvage.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE ccr_blobs SET data = NULL", []).unwrap();
+    drop(conn);
+    let o = common::cmd(dir.path(), &["recall", &marker]).env("SALVAGE_MAX_RECALL", "4KB").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("over the 4.0 KB limit (SALVAGE_MAX_RECALL)") && !err.contains("corrupt"), "{err}");
+    assert!(o.stdout.is_empty());
+}

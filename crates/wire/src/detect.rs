@@ -35,6 +35,10 @@ fn found(format: RequestFormat, because: impl Into<String>) -> Result<Detected, 
 }
 
 /// Detects the format of a file's bytes.
+///
+/// It parses them: untrusted bytes go through
+/// [`salvage_types::input::check_json_shape`] first (as the importers do), or a JSON bomb is
+/// built in memory here.
 pub fn detect(bytes: &[u8]) -> Result<Detected, Unrecognized> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,

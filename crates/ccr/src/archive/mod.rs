@@ -263,6 +263,10 @@ impl<'c> Ccr<'c> {
         let corrupt = |reason: &str| CcrError::Corrupt { key: key.hex(), reason: reason.into() };
         let bytes = if redacted_at.is_some() {
             Err(CcrError::Redacted { key: key.hex() })
+        } else if let Some(len) = u64::try_from(raw_len).ok().filter(|&n| n > self.max_blob_bytes) {
+            // Refused from its recorded length, before SQLite hands over the content (an
+            // overflow chain the size of the original).
+            Err(CcrError::TooLarge { key: key.hex(), len, limit: self.max_blob_bytes })
         } else {
             match r.get_ref(4).map_err(sql("get"))? {
                 ValueRef::Blob(data) => u64::try_from(raw_len)

@@ -73,20 +73,17 @@ pub struct Args {
     db: DbArgs,
 }
 
-fn read_history(file: &Option<PathBuf>) -> Result<History, Failure> {
-    let (bytes, name) = match file {
-        Some(p) if p.as_os_str() != "-" => (
-            std::fs::read(p).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", p.display())))?,
-            p.display().to_string(),
-        ),
+/// The history in FILE (or stdin), read as a capture is: a regular file, at most `limit` bytes
+/// (SALVAGE_MAX_CAPTURE), stdin bounded the same way.
+fn read_history(file: &Option<PathBuf>, limit: u64) -> Result<History, Failure> {
+    let path = match file {
+        Some(p) if p.as_os_str() != "-" => p.as_path(),
         _ => {
             crate::output::stdin_hint("a history JSON array or a capture");
-            let mut b = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-                .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
-            (b, "<stdin>".to_string())
+            std::path::Path::new("-")
         }
     };
+    let (bytes, name) = crate::commands::read_input_file(path, limit)?;
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if first == Some(b'{') {
         let c = salvage_types::capture::parse_capture(&bytes, &name).map_err(Failure::input)?;
@@ -243,7 +240,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &
     if args.stage == Stage::Shrink && budget.is_none() {
         return Err(Failure::Input("shrink needs --budget SIZE".into()));
     }
-    let history = read_history(&args.file)?;
+    let history = read_history(&args.file, crate::db::ceilings(env)?.capture.max_file_bytes)?;
     let store = if args.no_ccr { None } else { Some(args.db.open()?) };
     let mut adapter = store.as_ref().map(|s| CcrArchive { ccr: Ccr::new(s.conn(), clock) });
     let reader = store.as_ref().map(|s| Ccr::new(s.conn(), clock));

@@ -59,7 +59,12 @@ pub enum Sub {
 }
 
 /// Runs the command.
-pub fn run(args: Args, clock: &dyn Clock, out: &mut Output) -> Outcome {
+pub fn run(
+    args: Args,
+    env: &std::collections::BTreeMap<String, String>,
+    clock: &dyn Clock,
+    out: &mut Output,
+) -> Outcome {
     match args.command {
         Sub::Stats { json } => stats(&args.db, json, clock, out),
         Sub::Verify { json } => verify(&args.db, json, clock, out),
@@ -67,7 +72,9 @@ pub fn run(args: Args, clock: &dyn Clock, out: &mut Output) -> Outcome {
             let policy = retention(max_bytes, max_age_days, grace_secs, dry_run)?;
             gc(&args.db, &policy, json, clock, out)
         }
-        Sub::Put { file } => put(&args.db, &file, clock, out),
+        Sub::Put { file } => {
+            put(&args.db, &file, crate::db::ceilings(env)?.capture.max_file_bytes, clock, out)
+        }
         Sub::Redact { key } => redact(&args.db, &key, clock, out),
     }
 }
@@ -165,15 +172,9 @@ fn gc(db: &DbArgs, policy: &Retention, json: bool, clock: &dyn Clock, out: &mut 
 }
 
 /// `ccr put FILE`.
-fn put(db: &DbArgs, file: &std::path::Path, clock: &dyn Clock, out: &mut Output) -> Outcome {
-    let bytes = if file.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-            .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
-        b
-    } else {
-        std::fs::read(file).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", file.display())))?
-    };
+/// FILE is read as a capture is: a regular file (or stdin), at most SALVAGE_MAX_CAPTURE bytes.
+fn put(db: &DbArgs, file: &std::path::Path, limit: u64, clock: &dyn Clock, out: &mut Output) -> Outcome {
+    let (bytes, _) = crate::commands::read_input_file(file, limit)?;
     let store = db.open()?;
     let ccr = Ccr::new(store.conn(), clock);
     let p = ccr.put(&bytes).map_err(|e| Failure::Problem(e.to_string()))?;

@@ -40,13 +40,13 @@ impl FailureFlags {
 }
 
 /// Runs the command.
-pub fn run(args: Args, out: &mut Output) -> Outcome {
+pub fn run(args: Args, env: &std::collections::BTreeMap<String, String>, out: &mut Output) -> Outcome {
     let input = if args.failure.is_empty() {
-        let mut b = Vec::new();
         crate::output::stdin_hint("a failure JSON such as {\"status\":413,\"message\":\"...\"}");
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-            .map_err(|e| Failure::Input(format!("<stdin>: cannot read: {e}")))?;
-        salvage_types::capture::from_json_bytes::<FailureInput>(&b, "<stdin>").map_err(Failure::input)?
+        // Bounded by SALVAGE_MAX_CAPTURE, as every input is.
+        let limit = crate::db::ceilings(env)?.capture.max_file_bytes;
+        let (b, name) = crate::commands::read_input_file(std::path::Path::new("-"), limit)?;
+        salvage_types::capture::from_json_bytes::<FailureInput>(&b, &name).map_err(Failure::input)?
     } else {
         let failure = salvage_types::capture::Failure {
             status: args.failure.status,

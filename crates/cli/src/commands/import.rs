@@ -192,6 +192,10 @@ fn read_bytes(args: &Args, env: &BTreeMap<String, String>) -> Result<(String, Ve
 fn source(args: &Args, bytes: &[u8], name: &str) -> Result<Source, Failure> {
     Ok(match args.from {
         From::Auto => {
+            // The detector parses the text (the whole of it when it is one JSON value): the
+            // bomb guard the importers run comes first, so detection never builds more values
+            // than a file of this size may hold (JSON Lines included).
+            salvage_types::input::check_json_shape(bytes, name).map_err(Failure::input)?;
             let d =
                 salvage_wire::detect::detect(bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
             let Some(source) = Source::of(d.format) else {

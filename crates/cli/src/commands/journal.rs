@@ -237,7 +237,9 @@ pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Ou
             let session = resolve(&j, &session)?;
             let seq = crate::commands::journal_points::checkpoint(&mut j, &session, &name, now)?;
             out.line(&format!(
-                "event {seq}: checkpoint {name:?} (rewind to it with `salvage journal rewind {session} --to {name}`)"
+                "event {seq}: checkpoint {name:?} (rewind to it with `salvage journal rewind {} --to {}`)",
+                escape(&shell_quote(&session)),
+                escape(&shell_quote(&name))
             ))?;
         }
         Sub::Checkpoints { session, json } => checkpoints(&j, &resolve(&j, &session)?, json, out)?,
@@ -348,7 +350,9 @@ fn checkpoints(j: &Journal, session: &str, json: bool, out: &mut Output) -> Outc
         out.json(&json!({ "checkpoints": pick(true), "abandoned": pick(false) }))?;
     } else if c.is_empty() {
         out.line(&format!(
-            "no checkpoints in {session} (create one with `salvage journal checkpoint {session} --name NAME`)"
+            "no checkpoints in {} (create one with `salvage journal checkpoint {} --name NAME`)",
+            escape(session),
+            escape(&shell_quote(session))
         ))?;
     } else {
         for p in &c {
@@ -475,19 +479,37 @@ pub fn when(flag: &str, text: &str, now: chrono::DateTime<chrono::Utc>) -> Resul
     if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
         return Ok(format!("{d}T00:00:00.000Z"));
     }
-    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let secs: Option<i64> = num.parse::<i64>().ok().and_then(|n| match unit {
-        "s" => Some(n),
-        "m" => n.checked_mul(60),
-        "h" => n.checked_mul(3600),
-        "d" => n.checked_mul(86_400),
-        "w" => n.checked_mul(7 * 86_400),
-        _ => None,
-    });
-    match secs {
-        Some(s) => Ok(salvage_journal::rfc3339(&(now - chrono::Duration::seconds(s)))),
-        None => Err(Failure::Input(format!(
+    let not_a_time = || {
+        Failure::Input(format!(
             "{flag}: {text:?} is not a time (RFC 3339, a date such as 2026-12-01, or an age such as 2h or 7d)"
+        ))
+    };
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let unit_secs: i64 = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(not_a_time()),
+    };
+    if num.is_empty() {
+        return Err(not_a_time());
+    }
+    // All digits: a parse failure is a number too large for i64, an age as out of range as any
+    // other whose start chrono cannot represent (before year -262143); `now - Duration` panics on
+    // those, so the subtraction is checked.
+    let start = num
+        .parse::<i64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit_secs))
+        .and_then(chrono::TimeDelta::try_seconds)
+        .and_then(|age| now.checked_sub_signed(age));
+    match start {
+        Some(s) => Ok(salvage_journal::rfc3339(&s)),
+        None => Err(Failure::Input(format!(
+            "{flag}: the age {text:?} reaches back further than any time that can be represented; \
+             give a smaller age or a date such as 2026-12-01"
         ))),
     }
 }

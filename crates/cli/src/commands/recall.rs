@@ -41,9 +41,19 @@ pub fn run(
         }
     }
     let store = args.db.open_read()?;
-    let ccr = salvage_ccr::Ccr::new(store.conn(), clock);
+    // A blob over the limit is refused from its recorded length, before it is read.
+    let ccr = salvage_ccr::Ccr::new(store.conn(), clock).with_max_blob_bytes(max);
     let results = recall_all(&ccr, &keys);
-    let total: u64 = results.iter().filter_map(|r| r.result.as_ref().ok()).map(|b| b.len() as u64).sum();
+    // A blob refused for its size counts with its recorded length, so the message is the one
+    // for the whole output.
+    let total: u64 = results
+        .iter()
+        .filter_map(|r| match &r.result {
+            Ok(b) => Some(b.len() as u64),
+            Err(CcrError::TooLarge { len, .. }) => Some(*len),
+            Err(_) => None,
+        })
+        .fold(0u64, u64::saturating_add);
     if total > max {
         return Err(Failure::Problem(format!(
             "recall output of {} is over the {} limit (SALVAGE_MAX_RECALL)",

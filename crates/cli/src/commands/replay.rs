@@ -171,11 +171,15 @@ impl Loaded {
 }
 
 /// The previous run's report, when `--baseline` names one.
-fn read_baseline(args: &Args) -> Result<Option<BTreeMap<String, serde_json::Value>>, Failure> {
+/// Read as a capture is: a regular file under SALVAGE_MAX_CAPTURE, its JSON's shape checked
+/// before it is parsed.
+fn read_baseline(args: &Args, limit: u64) -> Result<Option<BTreeMap<String, serde_json::Value>>, Failure> {
     let Some(p) = &args.baseline else { return Ok(None) };
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| Failure::Input(format!("{}: cannot read: {e}", p.display())))?;
-    Ok(Some(salvage_replay::baseline::read(&p.display().to_string(), &text).map_err(Failure::input)?))
+    let (bytes, name) = crate::commands::read_input_file(p, limit)?;
+    salvage_types::input::check_json_shape(&bytes, &name).map_err(Failure::input)?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|e| Failure::Input(format!("{name}: invalid UTF-8 at byte {}", e.valid_up_to())))?;
+    Ok(Some(salvage_replay::baseline::read(&name, text).map_err(Failure::input)?))
 }
 
 /// Reads every capture under the paths, applying the `--set` overrides. Files named on the
@@ -378,13 +382,13 @@ pub fn run(
 ) -> Outcome {
     let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(Failure::Input)?;
     let set = overrides(&args.set)?;
-    let baseline = read_baseline(&args)?;
+    let limits = crate::db::ceilings(env)?;
+    let baseline = read_baseline(&args, limits.capture.max_file_bytes)?;
     if args.bless && !set.is_empty() {
         return Err(Failure::Input(
             "--bless with --set would record a what-if run as the expectation".into(),
         ));
     }
-    let limits = crate::db::ceilings(env)?;
     let mut loaded = load(&args, &set, &limits.capture)?;
     if let Some(s) = shard {
         loaded.keep_shard(s);
