@@ -112,7 +112,7 @@ fn reason_phrase(status: u16) -> &'static str {
 /// the loosest cap that still rejects what was seen — one byte under the reported size (or
 /// under the body's size, when that is smaller or nothing was reported) — in the style the
 /// failure shows. `None` when the failure is not payload-class.
-fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> {
+fn modeled_gateway(capture: &Capture, args: &Args, sent: Option<u64>) -> Option<(Gateway, String)> {
     let f = &capture.failure;
     let weight = salvage_types::history_weight(&capture.history);
     let input = salvage_recovery::classify::FailureInput::new(f.clone(), weight);
@@ -140,18 +140,8 @@ fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> 
         | ErrorClass::TransientNetwork
         | ErrorClass::Unknown => return None,
     };
-    // The size of the body as it was sent: exact for a body; for a session file, the request
-    // the replay builds from it.
-    let body =
-        match capture.request.as_ref().filter(|r| r.format != salvage_types::capture::RequestFormat::Chatcli)
-        {
-            Some(r) => r.bytes,
-            None => None,
-        }
-        .unwrap_or_else(|| {
-            let info = salvage_recovery::budget::model_info(capture.model.as_deref(), None);
-            salvage_replay::driver::body_bytes(capture, &capture.history, info.default_output, false)
-        });
+    // Under the body as the capture keeps it and as it was sent (redaction changes its size).
+    let body = body_size(capture).min(sent.unwrap_or(u64::MAX));
     let (cap, why) = match f.rejected_request_bytes {
         Some(r) if r <= body => (r.saturating_sub(1), format!("the rejected size ({r} bytes) − 1")),
         Some(r) => (
@@ -170,6 +160,19 @@ fn modeled_gateway(capture: &Capture, args: &Args) -> Option<(Gateway, String)> 
         if reports { ", reporting the request size" } else { "" }
     );
     Some((gateway, note))
+}
+
+/// The size of a capture's body as a replay weighs it: exact for a body (`request.bytes`); for
+/// a session file, the request the replay builds from it.
+fn body_size(capture: &Capture) -> u64 {
+    match capture.request.as_ref().filter(|r| r.format != salvage_types::capture::RequestFormat::Chatcli) {
+        Some(r) => r.bytes,
+        None => None,
+    }
+    .unwrap_or_else(|| {
+        let info = salvage_recovery::budget::model_info(capture.model.as_deref(), None);
+        salvage_replay::driver::body_bytes(capture, &capture.history, info.default_output, false)
+    })
 }
 
 /// The input's name in messages and its bytes, read under the capture ceiling
@@ -350,16 +353,20 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         recorded: Recorded::default(),
         expect: None,
     };
+    // Measured only when there is a cap to model (a session file's body is built to weigh it).
+    let unmodeled = capture.upstream.gateway.as_ref().is_none_or(|g| g.max_body_bytes.is_none());
+    let sent = (unmodeled && !args.no_redact).then(|| body_size(&capture));
     if !args.no_redact {
         let counts = salvage_wire::redact::redact_capture(&mut capture);
         if !counts.is_empty() {
             eprintln!("redacted {} (--no-redact keeps them)", salvage_wire::redact::describe(&counts));
         }
     }
-    // Modeled on the body as the capture keeps it: redaction changes its size, and a cap taken
-    // from the body as it was sent would let the replay's attempt 0 through.
-    if capture.upstream.gateway.as_ref().is_none_or(|g| g.max_body_bytes.is_none()) {
-        if let Some((gateway, note)) = modeled_gateway(&capture, &args) {
+    // Modeled on the body as the capture keeps it and as it was sent, under both: redaction
+    // changes its size, and a cap taken from the body as sent alone would let a redacted,
+    // smaller attempt 0 through.
+    if unmodeled {
+        if let Some((gateway, note)) = modeled_gateway(&capture, &args, sent) {
             eprintln!("{name}: {note}");
             capture.upstream.gateway = Some(gateway);
         }
