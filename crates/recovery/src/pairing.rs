@@ -34,6 +34,9 @@ pub struct PairingReport {
     pub relocated: usize,
     /// Results re-ordered into call order.
     pub reordered: usize,
+    /// Calls (and their results) renamed `ID~2`, … because an earlier assistant message used
+    /// their id (providers reject a repeated id anywhere in one request).
+    pub renamed: usize,
 }
 
 impl PairingReport {
@@ -44,6 +47,7 @@ impl PairingReport {
             && self.orphans == 0
             && self.relocated == 0
             && self.reordered == 0
+            && self.renamed == 0
     }
 }
 
@@ -66,6 +70,8 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
     // the walk are results claimed by an earlier call, so an empty slot is always a claimed result.
     let mut slots: Vec<Option<Tracked>> = items.into_iter().map(Some).collect();
     let mut out: Vec<Tracked> = Vec::with_capacity(n);
+    // The call ids of the assistant messages placed so far (as renamed).
+    let mut used: HashSet<String> = HashSet::new();
     for i in 0..n {
         let Some(item) = slots.get_mut(i).and_then(Option::take) else { continue };
         match item.msg.role {
@@ -79,7 +85,7 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
                 }
             }
             Role::Assistant if !item.msg.tool_calls.is_empty() => {
-                place_calls(item, i, &mut slots, &mut claimed, &mut out, &mut report);
+                place_calls(item, i, &mut slots, &mut claimed, &mut out, &mut report, &mut used);
             }
             _ => out.push(item),
         }
@@ -88,8 +94,10 @@ pub fn repair_tracked(items: Vec<Tracked>) -> (Vec<Tracked>, PairingReport) {
 }
 
 /// Places the assistant message `asst` (at `i`, with tool calls) and its results: its calls
-/// without an id or with a repeated one pruned, each result found after it moved right behind it
-/// (kept in their order when they already sit there), a synthetic result for each missing one.
+/// without an id or with a repeated one pruned, a call whose id an earlier assistant message
+/// used renamed with its result (`ID~2`, …; `used` holds those ids and takes this message's),
+/// each result found after it moved right behind it (kept in their order when they already sit
+/// there), a synthetic result for each missing one.
 fn place_calls(
     mut asst: Tracked,
     i: usize,
@@ -97,6 +105,7 @@ fn place_calls(
     claimed: &mut [bool],
     out: &mut Vec<Tracked>,
     report: &mut PairingReport,
+    used: &mut HashSet<String>,
 ) {
     let mut seen: HashSet<String> = HashSet::new();
     let before = asst.msg.tool_calls.len();
@@ -104,7 +113,23 @@ fn place_calls(
     report.pruned_calls =
         report.pruned_calls.saturating_add(before.saturating_sub(asst.msg.tool_calls.len()));
     let found = claim_results(slots, i, &asst.msg.tool_calls, claimed);
+    for (call, f) in asst.msg.tool_calls.iter_mut().zip(&found) {
+        if !used.contains(&call.id) {
+            continue;
+        }
+        let renamed = (2u32..)
+            .map(|n| format!("{}~{n}", call.id))
+            .find(|id| !used.contains(id) && !seen.contains(id))
+            .unwrap_or_default();
+        if let Some(result) = f.and_then(|x| slots.get_mut(x)).and_then(Option::as_mut) {
+            result.msg.tool_call_id = Some(renamed.clone());
+        }
+        seen.insert(renamed.clone());
+        call.id = renamed;
+        report.renamed = report.renamed.saturating_add(1);
+    }
     let ids: Vec<String> = asst.msg.tool_calls.iter().map(|c| c.id.clone()).collect();
+    used.extend(ids.iter().cloned());
     out.push(asst);
     let k = found.len();
     let all_found = found.iter().all(Option::is_some);
@@ -183,8 +208,9 @@ pub fn repair(history: &[Message]) -> (Cow<'_, [Message]>, PairingReport) {
 }
 
 /// True when every call is answered right after it (in any order), no call id is empty or
-/// repeated within a message, and no tool result is an orphan.
+/// repeated (within a message or by a later one), and no tool result is an orphan.
 pub fn is_valid(history: &[Message]) -> bool {
+    let mut earlier: HashSet<&str> = HashSet::new();
     let mut messages = history.iter();
     while let Some(m) = messages.next() {
         match m.role {
@@ -192,7 +218,7 @@ pub fn is_valid(history: &[Message]) -> bool {
             Role::Assistant if !m.tool_calls.is_empty() => {
                 let mut ids: HashSet<&str> = HashSet::new();
                 for c in &m.tool_calls {
-                    if c.id.is_empty() || !ids.insert(c.id.as_str()) {
+                    if c.id.is_empty() || !ids.insert(c.id.as_str()) || !earlier.insert(c.id.as_str()) {
                         return false;
                     }
                 }
