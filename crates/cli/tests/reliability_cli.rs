@@ -448,3 +448,63 @@ fn journal_verify_through_the_binary_reports_a_session_without_events() {
     let show = salvage(dir.path(), &["journal", "show", "interrupted", "--db", "v.db"]);
     assert_eq!(show.status.code(), Some(2), "{}", text(&show));
 }
+
+/// `journal redact` of a message whose original recovery also archived (rung 2 dropped it into a
+/// transcript blob) says which CCR blobs still hold it, so that `ccr redact` can clear them
+/// (adversarial review, finding 11: the redaction reported success while `recall` and the HTML
+/// report still showed the secret, and nothing said so).
+#[test]
+fn journal_redact_names_the_archived_copies_of_what_it_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("x.db");
+    let d = d.to_str().unwrap();
+    let secret = "launch code ZEBRA-7731-QUOKKA-0042";
+    let mut messages = vec![serde_json::json!({"role": "user", "content": format!("{secret}, remember it")})];
+    for i in 0..30 {
+        let role = if i % 2 == 0 { "assistant" } else { "user" };
+        messages
+            .push(serde_json::json!({"role": role, "content": format!("turn {i}: {}", "text ".repeat(600))}));
+    }
+    messages.push(serde_json::json!({"role": "user", "content": "TASK: go on"}));
+    let body = serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "system": "S", "messages": messages});
+    std::fs::write(dir.path().join("body.json"), serde_json::to_vec(&body).unwrap()).unwrap();
+    let o = salvage(
+        dir.path(),
+        &[
+            "import",
+            "body.json",
+            "--status",
+            "413",
+            "--message",
+            "413 Payload Too Large",
+            "--gateway-max-bytes",
+            "30000",
+            "-o",
+            "cap.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = salvage(dir.path(), &["replay", "cap.json", "--db", d]);
+    assert!(o.status.success(), "{}", text(&o));
+    let sessions = salvage(dir.path(), &["journal", "sessions", "--json", "--db", d]);
+    let v: serde_json::Value = serde_json::from_slice(&sessions.stdout).unwrap();
+    let id = v["sessions"][0]["id"].as_str().unwrap().to_string();
+    let o =
+        salvage(dir.path(), &["journal", "redact", &id, "--at", "1", "--index", "1", "--whole", "--db", d]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let keys: Vec<&str> = err
+        .split("CCR blob(s) ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .map(|k| k.split(", ").collect())
+        .unwrap_or_default();
+    assert!(!keys.is_empty(), "the archived copy is named: {err}");
+    for k in &keys {
+        let recalled = salvage(dir.path(), &["recall", k, "--db", d]);
+        assert!(String::from_utf8_lossy(&recalled.stdout).contains("ZEBRA-7731-QUOKKA"), "{k} holds it");
+        let o = salvage(dir.path(), &["ccr", "redact", k, "--db", d]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    assert_eq!(count(&raw_bytes(Path::new(d)), b"ZEBRA-7731-QUOKKA"), 0, "no copy is left in the file");
+}

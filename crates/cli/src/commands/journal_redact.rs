@@ -36,6 +36,7 @@ pub fn redact(
     chosen.sort_unstable();
     chosen.dedup();
     let current = j.messages_by_hash(session, head, &chosen).map_err(problem)?;
+    let copies = archived_copies(j, session, &current);
     let (redactions, counts) = replacements(&chosen, current, whole);
     let body = salvage_types::event::EventBody::Redaction {
         keys: chosen.iter().map(|h| format!("message:{}", hex(h))).collect(),
@@ -58,10 +59,42 @@ pub fn redact(
         escape(session),
         salvage_wire::redact::describe(&counts)
     ))?;
+    if !copies.is_empty() {
+        // The journal's rows are cleared; copies the recovery archived (a transcript of dropped
+        // messages, a cut message's original) are CCR blobs the session references.
+        eprintln!(
+            "warning: the redacted content is also archived in CCR blob(s) {}: `salvage ccr redact KEY` clears each (a transcript blob holds the other dropped messages too)",
+            copies.join(", ")
+        );
+    }
     if busy != 0 {
         eprintln!("warning: another process holds the database open: the old bytes leave the write-ahead log at its next checkpoint");
     }
     Ok(())
+}
+
+/// The short keys of the CCR blobs the session references that hold the content of one of
+/// `messages` (as it is, or escaped inside a JSON transcript).
+fn archived_copies(j: &Journal, session: &str, messages: &[Message]) -> Vec<String> {
+    let needles: Vec<(Vec<u8>, Vec<u8>)> = messages
+        .iter()
+        .filter(|m| !m.content.is_empty())
+        .map(|m| {
+            let json = serde_json::to_string(&m.content).unwrap_or_default();
+            let escaped = json.get(1..json.len().saturating_sub(1)).unwrap_or_default().as_bytes().to_vec();
+            (m.content.as_bytes().to_vec(), escaped)
+        })
+        .collect();
+    let Ok(keys) = j.referenced_blobs(session) else { return Vec::new() };
+    let clock = salvage_types::SystemClock;
+    let ccr = salvage_ccr::Ccr::new(j.conn(), &clock);
+    let holds = |hay: &[u8], needle: &[u8]| hay.windows(needle.len().max(1)).any(|w| w == needle);
+    keys.iter()
+        .filter(|k| {
+            ccr.get_key(k).is_ok_and(|b| needles.iter().any(|(raw, esc)| holds(&b, raw) || holds(&b, esc)))
+        })
+        .map(|k| k.short())
+        .collect()
 }
 
 /// `--at SEQ [--index I]`: the message at index I of the history at event SEQ, else the
