@@ -76,6 +76,15 @@ fn claude_code_subagent_file_is_read_as_its_own_history() {
     );
     assert_eq!(s.history().len(), 2);
     assert!(s.report.notes.iter().any(|n| n.contains("subagent transcript")));
+    // Its own session, named after its agent: the parent's file keeps the parent's session id
+    // (importing both into one journal used to rewind the parent's session to the subagent's).
+    let parent = "55550000-0000-4000-8000-000000000001";
+    assert_eq!(s.id.as_deref(), Some(format!("{parent}-agent-showcol1").as_str()));
+    let main = read_file(
+        Source::ClaudeCode,
+        &samples().join(format!("claude-code/fixture-v2-subagent-layout/{parent}.jsonl")),
+    );
+    assert_eq!(main.id.as_deref(), Some(parent));
 }
 
 #[test]

@@ -124,6 +124,13 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     };
     account_rest(&recs, &counted, main_exists, &mut report);
     let id = recs.iter().find_map(|r| r.str("sessionId")).map(str::to_string);
+    // A subagent transcript carries its parent's `sessionId`: as a session of its own it is
+    // named after the agent too, so that importing it beside the parent's file does not take
+    // (and rewind) the parent's session.
+    let id = match recs.iter().find_map(|r| r.str("agentId")).filter(|_| !main_exists) {
+        Some(agent) => id.map(|s| format!("{s}-agent-{agent}")),
+        None => id,
+    };
     Ok(Session {
         format: RequestFormat::ClaudeCode,
         id,
