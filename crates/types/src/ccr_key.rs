@@ -203,7 +203,7 @@ const KEPT_HEAD: usize = 256;
 /// True when `text` (a cut ending with salvage's recoverable suffix, or one of its stubs) can
 /// have been made from `original`:
 /// - a cut's text before the suffix is shorter than the original and begins with the original's
-///   first [`KEPT_HEAD`] bytes (all of the text when it is shorter);
+///   first 256 bytes (all of the text when it is shorter);
 /// - a stub that counts the characters it replaced (`12 lines, 3456 chars`) counts the
 ///   original's; any other stub is shorter than the original it replaced.
 pub fn made_from(text: &str, original: &str) -> bool {
