@@ -267,6 +267,13 @@ fn failures_pass_through_unchanged_and_their_captures_replay_to_the_same_class()
             .find(|f| f.to_string_lossy().contains(&format!("fail-{mode}")))
             .unwrap_or_else(|| panic!("{mode}: no capture in {files:?}"));
         let text = std::fs::read_to_string(file).expect("capture");
+        #[cfg(unix)]
+        {
+            // Owner-only, as every output: captures hold conversations.
+            use std::os::unix::fs::PermissionsExt;
+            let perm = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+            assert_eq!((perm(&caps), perm(file)), (0o700, 0o600), "{mode}: capture permissions");
+        }
         assert!(
             !text.contains("sk-ant-test-KEY") && !text.contains("sk-test-KEY"),
             "no credentials in captures"

@@ -111,8 +111,12 @@ fn options(args: &Args, settings: &BTreeMap<String, String>) -> Result<Options, 
 /// journal when only captures are).
 fn writer(args: &Args, settings: BTreeMap<String, String>) -> Result<Option<Writer>, Failure> {
     if let Some(dir) = &args.captures {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::Input(format!("{}: cannot create: {e}", dir.display())))?;
+        // Owner-only, as every output (the captures hold conversations).
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.create(dir).map_err(|e| Failure::Input(format!("{}: cannot create: {e}", dir.display())))?;
     }
     if args.no_journal && args.captures.is_none() {
         return Ok(None);
