@@ -34,17 +34,7 @@ fn rig(journaling: bool) -> anyhow::Result<Rig> {
         WriterOptions { captures: None, settings: Default::default(), keep: None },
         Box::new(|_| {}),
     )?;
-    let options = Options {
-        upstream: format!("http://{}", up.addr).parse()?,
-        api: None,
-        recover: false,
-        config: salvage_types::Config::from_env(&Default::default()),
-        extra_roots: Vec::new(),
-        max_request_bytes: 256 << 20,
-        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
-        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
-        settings: Default::default(),
-    };
+    let options = Options::new(format!("http://{}", up.addr).parse()?);
     let proxy =
         Proxy::new(options, journaling.then_some(writer), Box::new(|_| {})).map_err(anyhow::Error::msg)?;
     let listener = rt_proxy.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0)))?;

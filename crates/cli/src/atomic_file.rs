@@ -92,7 +92,7 @@ fn destination(path: &Path) -> std::io::Result<PathBuf> {
             format!(
                 "{}{via} is {}, not a regular file: it is not replaced (write to standard output and redirect it instead)",
                 p.display(),
-                kind(&ft)
+                salvage_types::input::describe(&ft)
             ),
         ));
     }
@@ -100,31 +100,6 @@ fn destination(path: &Path) -> std::io::Result<PathBuf> {
         std::io::ErrorKind::InvalidInput,
         format!("{}: too many levels of symbolic links", path.display()),
     ))
-}
-
-/// What kind of node a file type is, for the message refusing it.
-fn kind(ft: &std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if ft.is_fifo() {
-            return "a FIFO";
-        }
-        if ft.is_char_device() {
-            return "a character device";
-        }
-        if ft.is_block_device() {
-            return "a block device";
-        }
-        if ft.is_socket() {
-            return "a socket";
-        }
-    }
-    if ft.is_dir() {
-        "a folder"
-    } else {
-        "not a regular file"
-    }
 }
 
 /// Bytes a [`Handoff`] gathers before handing them to the writing thread.

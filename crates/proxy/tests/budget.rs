@@ -73,16 +73,11 @@ fn upstream(rt: &tokio::runtime::Runtime) -> (SocketAddr, mpsc::Receiver<()>) {
 
 fn start(rt: &tokio::runtime::Runtime, up: SocketAddr) -> (Proxy, SocketAddr) {
     let options = Options {
-        upstream: format!("http://{up}").parse().expect("uri"),
-        api: None,
-        recover: false,
-        config: salvage_types::Config::from_env(&Default::default()),
-        extra_roots: Vec::new(),
         max_request_bytes: 1 << 24,
-        settings: Default::default(),
         request_budget: BUDGET,
         // A request that does not fit is answered at once: the test waits on nothing.
         budget_wait: Duration::ZERO,
+        ..Options::new(format!("http://{up}").parse().expect("uri"))
     };
     let writer =
         Writer::start(Journal::in_memory().expect("journal"), WriterOptions::default(), Box::new(|_| {}))

@@ -44,15 +44,9 @@ fn the_capture_models_the_smallest_body_the_turn_saw_rejected() {
     )
     .expect("writer");
     let options = Options {
-        upstream: format!("http://{}", up.addr).parse().expect("uri"),
-        api: None,
         recover: true,
-        config: salvage_types::Config::from_env(&Default::default()),
-        extra_roots: Vec::new(),
         max_request_bytes: 1 << 24,
-        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
-        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
-        settings: Default::default(),
+        ..Options::new(format!("http://{}", up.addr).parse().expect("uri"))
     };
     let proxy = Proxy::new(options, Some(writer), Box::new(|_| {})).expect("proxy");
     let listener = rt.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0))).expect("bind");

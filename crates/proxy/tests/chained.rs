@@ -25,15 +25,8 @@ fn a_chained_responses_conversation_is_one_session_with_the_whole_history() {
     )
     .expect("writer");
     let options = Options {
-        upstream: format!("http://{}", up.addr).parse().expect("uri"),
-        api: None,
-        recover: false,
-        config: salvage_types::Config::from_env(&Default::default()),
-        extra_roots: Vec::new(),
         max_request_bytes: 1 << 20,
-        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
-        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
-        settings: Default::default(),
+        ..Options::new(format!("http://{}", up.addr).parse().expect("uri"))
     };
     let proxy = Proxy::new(options, Some(writer), Box::new(|_| {})).expect("proxy");
     let listener = rt.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0))).expect("bind");

@@ -93,17 +93,8 @@ fn encoded_answers_reach_the_client_unchanged_and_are_journaled_decoded() {
         Box::new(|_| {}),
     )
     .expect("writer");
-    let options = Options {
-        upstream: format!("http://{up}").parse().expect("uri"),
-        api: None,
-        recover: false,
-        config: salvage_types::Config::from_env(&Default::default()),
-        extra_roots: Vec::new(),
-        max_request_bytes: 1 << 20,
-        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
-        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
-        settings: Default::default(),
-    };
+    let options =
+        Options { max_request_bytes: 1 << 20, ..Options::new(format!("http://{up}").parse().expect("uri")) };
     let proxy = Proxy::new(options, Some(writer), Box::new(|_| {})).expect("proxy");
     let listener = rt.block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0))).expect("bind");
     let addr = listener.local_addr().expect("addr");

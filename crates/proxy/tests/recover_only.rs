@@ -29,15 +29,9 @@ fn recovery_runs_without_a_journal() {
     let cap = 150_000;
     let up = rt.block_on(loopback::start(cap, None)).expect("upstream");
     let options = Options {
-        upstream: format!("http://{}", up.addr).parse().expect("uri"),
-        api: None,
         recover: true,
-        config: salvage_types::Config::from_env(&Default::default()),
-        extra_roots: Vec::new(),
         max_request_bytes: 1 << 24,
-        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
-        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
-        settings: Default::default(),
+        ..Options::new(format!("http://{}", up.addr).parse().expect("uri"))
     };
     // No writer: nothing is journaled or captured.
     let proxy = Proxy::new(options, None, Box::new(|_| {})).expect("proxy");

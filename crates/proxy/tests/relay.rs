@@ -16,17 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 fn options(upstream: SocketAddr, max_request_bytes: usize) -> Options {
-    Options {
-        upstream: format!("http://{upstream}").parse().expect("uri"),
-        api: None,
-        recover: false,
-        config: salvage_types::Config::from_env(&Default::default()),
-        extra_roots: Vec::new(),
-        max_request_bytes,
-        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
-        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
-        settings: Default::default(),
-    }
+    Options { max_request_bytes, ..Options::new(format!("http://{upstream}").parse().expect("uri")) }
 }
 
 /// Starts `proxy` on 127.0.0.1 on `rt`, returning its address.

@@ -32,15 +32,8 @@ fn start(captures: &Path, keep: Option<Keep>) -> Running {
     let rt = runtime();
     let up = rt.block_on(loopback::start(CAP, None)).expect("upstream");
     let options = Options {
-        upstream: format!("http://{}", up.addr).parse().expect("uri"),
-        api: None,
-        recover: false,
-        config: salvage_types::Config::from_env(&Default::default()),
-        extra_roots: Vec::new(),
         max_request_bytes: 1 << 24,
-        request_budget: salvage_proxy::budget::DEFAULT_BYTES,
-        budget_wait: salvage_proxy::budget::DEFAULT_WAIT,
-        settings: Default::default(),
+        ..Options::new(format!("http://{}", up.addr).parse().expect("uri"))
     };
     let journal = Journal::in_memory().expect("journal");
     let writer = Writer::with_queue(

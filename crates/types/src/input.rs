@@ -42,8 +42,8 @@ fn emptied(mut buf: Vec<u8>) -> Vec<u8> {
     buf
 }
 
-/// What kind of file a path is, for an error message.
-fn describe(ft: &std::fs::FileType) -> &'static str {
+/// What kind of file a path is, for an error message (`a FIFO`, `a folder`, …).
+pub fn describe(ft: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

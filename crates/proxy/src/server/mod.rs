@@ -50,6 +50,25 @@ pub struct Options {
     pub budget_wait: std::time::Duration,
 }
 
+impl Options {
+    /// The defaults for an upstream: relay and record only (no recovery), the path's API, the
+    /// default configuration and settings, the bundled roots, 256 MiB bodies and the default
+    /// request budget.
+    pub fn new(upstream: Uri) -> Options {
+        Options {
+            upstream,
+            api: None,
+            recover: false,
+            config: Config::from_env(&Default::default()),
+            extra_roots: Vec::new(),
+            max_request_bytes: crate::decode::MAX_DECODED_REQUEST,
+            settings: Default::default(),
+            request_budget: crate::budget::DEFAULT_BYTES,
+            budget_wait: crate::budget::DEFAULT_WAIT,
+        }
+    }
+}
+
 /// Why the proxy could not start or relay.
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
