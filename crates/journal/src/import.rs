@@ -4,10 +4,13 @@
 //!
 //! Each step becomes an event with a writer-chosen id derived from the step's source id
 //! (`import:<session>:<record id>`), so importing the same file twice appends nothing, and
-//! importing a longer version of the file appends only the new steps. When the file's active
-//! branch left what was journaled (a rewind in the client, or a response that was still being
-//! written), a `rewind` event to the last shared step comes first: nothing is deleted, the
-//! abandoned branch stays auditable.
+//! importing a longer version of the file appends only the new steps. A step counts as journaled
+//! only when the event named after it holds the step's messages and continues the step before
+//! it: a file edited in place keeps its record ids, and its edited steps are new (their events
+//! are named `import:<session>:<record id>@<digest>`, the digest chained over the file's steps up
+//! to that one). When the file's active branch left what was journaled (a rewind in the client,
+//! a response that was still being written, an edit), a `rewind` event to the last shared step
+//! comes first: nothing is deleted, the abandoned branch stays auditable.
 //!
 //! Input steps are `message_appended`, responses `response_received`, the client's compactions
 //! `compaction` events (version 2: `by`, `pre_tokens`, and the pre-compaction history archived in
@@ -58,6 +61,47 @@ fn event_id(session: &str, step: &str) -> String {
     format!("import:{session}:{step}")
 }
 
+/// The bytes a step is named by when its plain id is taken: its id, time and everything it does
+/// to the history.
+fn step_content(step: &Step) -> Result<Vec<u8>, serde_json::Error> {
+    let (id, ts) = (&step.id, &step.ts);
+    match &step.change {
+        Change::Input(m) => serde_json::to_vec(&("input", id, ts, m)),
+        Change::Response { messages, stop_reason, output_tokens } => {
+            serde_json::to_vec(&("response", id, ts, messages, stop_reason, output_tokens))
+        }
+        Change::Compaction { trigger, pre_tokens, history, exact } => {
+            serde_json::to_vec(&("compaction", id, ts, trigger, pre_tokens, history, exact))
+        }
+        Change::Rollback { turns, history } => serde_json::to_vec(&("rollback", id, ts, turns, history)),
+    }
+}
+
+/// For each step, a BLAKE3 chained over the file's steps up to and including it (16 hex). It
+/// names a step's event when the plain id (`import:<session>:<record id>`) already names an
+/// event holding other content (the file was edited in place, or an earlier step was): the same
+/// file gives the same names, and a step after an edit gets its own.
+fn step_digests(steps: &[Step]) -> Result<Vec<String>, JournalError> {
+    let mut prev = [0u8; 32];
+    let mut out = Vec::with_capacity(steps.len());
+    for step in steps {
+        let bytes = step_content(step).map_err(|e| JournalError::Invalid(e.to_string()))?;
+        let mut h = blake3::Hasher::new();
+        h.update(b"salvage.import-step/1\0");
+        h.update(&prev);
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+        prev = *h.finalize().as_bytes();
+        out.push(prev[..8].iter().map(|b| format!("{b:02x}")).collect());
+    }
+    Ok(out)
+}
+
+/// The hashes the journal stores `msgs` under.
+fn hashes(msgs: &[salvage_types::Message]) -> Result<Vec<crate::state::MsgHash>, JournalError> {
+    msgs.iter().map(|m| Ok(crate::messages::message_hash(&crate::messages::message_json(m)?))).collect()
+}
+
 fn parse_ts(ts: Option<&str>) -> Option<DateTime<Utc>> {
     ts.and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc))
 }
@@ -99,21 +143,73 @@ impl Journal {
         Ok(a.seq)
     }
 
-    /// How many leading steps are journaled already, and the seq of the last of them.
+    /// How many leading steps are journaled already, and the seq of the last of them. A step is
+    /// journaled when an event named after it (its plain id, or the one its digest names) holds
+    /// its content and continues the step before it: an id alone is not enough, since a file
+    /// edited in place keeps its record ids (review finding 09).
     fn journaled_prefix(
         &self,
         session: &str,
         steps: &[Step],
+        digests: &[String],
         start_seq: u64,
     ) -> Result<(usize, u64), JournalError> {
         let mut last_seq = start_seq;
-        for (k, step) in steps.iter().enumerate() {
-            match self.seq_of(session, &event_id(session, &step.id))? {
+        for (k, (step, digest)) in steps.iter().zip(digests).enumerate() {
+            let mut found = None;
+            for id in [event_id(session, &step.id), event_id(session, &format!("{}@{digest}", step.id))] {
+                if let Some(seq) = self.seq_of(session, &id)? {
+                    if self.holds(session, seq, last_seq, step)? {
+                        found = Some(seq);
+                        break;
+                    }
+                }
+            }
+            match found {
                 Some(seq) => last_seq = seq,
                 None => return Ok((k, last_seq)),
             }
         }
         Ok((steps.len(), last_seq))
+    }
+
+    /// Whether event `seq` is `step` continuing event `last`: same kind, and the same messages
+    /// (appended, or the whole history a compaction or rollback installs).
+    fn holds(&self, session: &str, seq: u64, last: u64, step: &Step) -> Result<bool, JournalError> {
+        let Some(e) =
+            self.events(session, seq.saturating_sub(1), 1)?.into_iter().next().filter(|e| e.seq == seq)
+        else {
+            return Ok(false);
+        };
+        let continues = |parent: Option<u64>| -> Result<bool, JournalError> {
+            Ok(match parent {
+                Some(p) if p == last => true,
+                // After a branch change the next event continues the rewind to `last`. (Not any
+                // event with the same history: two branches can reach one history, as two
+                // compactions do, and then each step must stay on its own.)
+                Some(p) => self.events(session, p.saturating_sub(1), 1)?.first().is_some_and(|r| {
+                    r.seq == p && matches!(r.body, EventBody::Rewind { .. }) && r.parent == Some(last)
+                }),
+                None => false,
+            })
+        };
+        Ok(match (&step.change, &e.body) {
+            (Change::Input(msgs), EventBody::MessageAppended { .. })
+            | (Change::Response { messages: msgs, .. }, EventBody::ResponseReceived { .. }) => {
+                let appended = match &e.delta {
+                    Some(d) => d.remove == 0 && d.hashes(session, seq)? == hashes(msgs)?,
+                    None => msgs.is_empty(),
+                };
+                appended && continues(e.parent)?
+            }
+            (Change::Compaction { history, .. }, EventBody::Compaction { .. }) => {
+                continues(e.parent)? && self.history_hashes(session, seq)? == hashes(history)?
+            }
+            (Change::Rollback { history, .. }, EventBody::Rewind { .. }) => {
+                self.history_hashes(session, seq)? == hashes(history)?
+            }
+            _ => false,
+        })
     }
 
     /// Archives the pre-compaction history and builds the compaction event installing `after`.
@@ -159,13 +255,18 @@ impl Journal {
         let mut out = Imported::default();
         let first_ts = steps.iter().find_map(|s| parse_ts(s.ts.as_deref())).unwrap_or(now);
         let start_seq = self.start_imported(src, first_ts, &mut out)?;
-        let (k, last_seq) = self.journaled_prefix(session, steps, start_seq)?;
+        let digests = step_digests(steps)?;
+        let (k, last_seq) = self.journaled_prefix(session, steps, &digests, start_seq)?;
         let (done, todo) = steps.split_at(k);
         out.existing = u64::try_from(k).unwrap_or(u64::MAX);
         // The branch the file holds continues `last_seq`; rewind there when the head moved on.
         let head = self.version(session)?;
+        // Not when the head continues `last_seq` with the same history (a branch change already
+        // rewound there); but when it only reached the same history another way (a compaction
+        // after an edited step), the file's own events become the head's lineage again.
         if head != last_seq
-            && self.state_at(session, head)?.history != self.state_at(session, last_seq)?.history
+            && (self.state_at(session, head)?.history != self.state_at(session, last_seq)?.history
+                || !self.descends_from(session, head, last_seq)?)
         {
             let id = event_id(session, &format!("rewind:{last_seq}:from:{head}"));
             let ts = todo.first().and_then(|s| parse_ts(s.ts.as_deref())).unwrap_or(now);
@@ -177,11 +278,15 @@ impl Journal {
         let mut history: History = salvage_types::timeline::fold(done);
         let mut ts = done.iter().rev().find_map(|s| parse_ts(s.ts.as_deref())).unwrap_or(first_ts);
         let mut batch: Vec<NewEvent> = Vec::new();
-        for step in todo {
+        for (step, digest) in todo.iter().zip(&digests[k..]) {
             if let Some(t) = parse_ts(step.ts.as_deref()) {
                 ts = t;
             }
-            let id = event_id(session, &step.id);
+            // The plain id, unless an event of an earlier version of the file holds it.
+            let mut id = event_id(session, &step.id);
+            if self.seq_of(session, &id)?.is_some() {
+                id = event_id(session, &format!("{}@{digest}", step.id));
+            }
             match &step.change {
                 Change::Input(msgs) => batch.push(
                     NewEvent::new(
@@ -235,6 +340,20 @@ impl Journal {
         let v = self.version(session)?;
         let appended: Vec<Appended> = self.append(session, Some(v), std::mem::take(batch))?;
         Ok(u64::try_from(appended.iter().filter(|a| a.inserted).count()).unwrap_or(u64::MAX))
+    }
+
+    /// Whether `ancestor` is on the parent chain of event `seq`.
+    fn descends_from(&self, session: &str, seq: u64, ancestor: u64) -> Result<bool, JournalError> {
+        let mut cur = Some(seq);
+        while let Some(s) = cur.filter(|s| *s > ancestor) {
+            cur = self
+                .events(session, s.saturating_sub(1), 1)?
+                .into_iter()
+                .next()
+                .filter(|e| e.seq == s)
+                .and_then(|e| e.parent);
+        }
+        Ok(cur == Some(ancestor))
     }
 
     /// The latest event on the head's parent chain whose history is exactly `history`.

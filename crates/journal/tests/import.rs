@@ -219,3 +219,49 @@ fn importing_the_file_as_it_grew_line_by_line_ends_at_the_same_history() {
         assert_eq!(j.head("g").unwrap().history, timeline::fold(&full), "{rel}");
     }
 }
+
+/// Review finding 09: a session file edited in place (same record ids, other text) was
+/// "already journaled" because its step ids were; the journal kept the old text and the import
+/// said nothing was new. A step is journaled only when an event holding that step's content
+/// continues the steps before it.
+#[test]
+fn an_edited_file_is_journaled_as_edited_and_reverting_it_returns_to_the_original() {
+    let text = sample("claude-code/fixture-branch-and-compaction.jsonl");
+    assert_eq!(text.matches(r#""text":"Ready""#).count(), 1);
+    let edited = text.replace(r#""text":"Ready""#, r#""text":"Ready (edited in the file)""#);
+    let original = steps(Source::ClaudeCode, &text);
+    let changed = steps(Source::ClaudeCode, &edited);
+    assert_eq!(
+        original.iter().map(|s| &s.id).collect::<Vec<_>>(),
+        changed.iter().map(|s| &s.id).collect::<Vec<_>>(),
+        "the edit keeps every record id"
+    );
+    let mut j = Journal::in_memory().unwrap();
+    j.import_steps(&src("s", "claude-code"), &original, now()).unwrap();
+    let first = j.head("s").unwrap().history;
+    assert_eq!(first, timeline::fold(&original));
+    let holds_edit = |j: &Journal| {
+        events(j, "s").iter().any(|e| {
+            j.view_at("s", e.seq).unwrap().history.iter().any(|m| m.content.contains("edited in the file"))
+        })
+    };
+    assert!(!holds_edit(&j));
+
+    let again = j.import_steps(&src("s", "claude-code"), &changed, now()).unwrap();
+    let u1 = 2; // start, u1: the edit is in a1, the step after it
+    assert_eq!(again.rewound_to, Some(u1));
+    assert_eq!(again.existing, 1);
+    assert_eq!(again.appended, changed.len() as u64, "a rewind, then every step from the edited one");
+    assert_eq!(j.head("s").unwrap().history, timeline::fold(&changed));
+    // The file's compaction hides the edit from the head: it is in the states before it.
+    assert!(holds_edit(&j), "the journal holds the edited text");
+    // Importing the edited file again recognises every step.
+    let third = j.import_steps(&src("s", "claude-code"), &changed, now()).unwrap();
+    assert_eq!((third.appended, third.existing, third.rewound_to), (0, changed.len() as u64, None));
+    // Reverting the file returns to the original events through one rewind: nothing appended
+    // twice, nothing deleted.
+    let back = j.import_steps(&src("s", "claude-code"), &original, now()).unwrap();
+    assert_eq!((back.appended, back.existing), (1, original.len() as u64));
+    assert_eq!(j.head("s").unwrap().history, first);
+    assert_eq!(j.verify(None).unwrap().bad, vec![]);
+}
