@@ -200,12 +200,17 @@ fn insert_event(
     prev: &[u8; 32],
     hash: &[u8; 32],
 ) -> Result<(), JournalError> {
-    tx.prepare_cached(
+    // A file at an earlier schema (kept there by a test) has no blobs_hash column; its rows
+    // never carry one.
+    tx.prepare_cached(if row.blobs.is_some() {
+        "INSERT INTO events (session_id, seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash, snapshot_hash, blobs_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+    } else {
         "INSERT INTO events (session_id, seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash, snapshot_hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-    )
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+    })
     .and_then(|mut st| {
-        st.execute(params![
+        let base: &[&dyn rusqlite::ToSql] = params![
             row.session,
             i(row.seq),
             row.event_id,
@@ -218,8 +223,17 @@ fn insert_event(
             row.delta,
             &prev[..],
             &hash[..],
-            row.snapshot.map(|h| &h[..])
-        ])
+            row.snapshot.map(|h| &h[..]),
+        ];
+        match row.blobs {
+            Some(b) => {
+                let b: &[u8] = &b[..];
+                let mut all = base.to_vec();
+                all.push(&b);
+                st.execute(all.as_slice())
+            }
+            None => st.execute(base),
+        }
     })
     .map(|_| ())
     .map_err(|x| match x {
@@ -300,6 +314,8 @@ struct Cursor {
     fresh: Fresh,
     /// The file records redactions: a message stored before may hold other bytes than its key's.
     redactions: bool,
+    /// Events record the CCR keys they reference ([`crate::hash_chain::blobs_digest`]).
+    vouch_blobs: bool,
 }
 
 /// Appends one event at `cursor.seq + 1`.
@@ -330,6 +346,8 @@ fn append_one(
     let ts = rfc3339(&e.ts);
     state.apply_inserted(session, seq, parent, &e.body, delta.as_ref().zip(inserted))?;
     let snap = maybe_snapshot(tx, session, seq, depth, &state, &mut cursor.last, &mut cursor.fresh)?;
+    let keys: Vec<[u8; 32]> = e.blobs.iter().chain(e.archive.iter().map(|(k, _)| k)).map(|k| k.0).collect();
+    let blobs = if cursor.vouch_blobs { hash_chain::blobs_digest(&keys) } else { None };
     let row = hash_chain::Row {
         session,
         seq,
@@ -342,6 +360,7 @@ fn append_one(
         body: &body,
         delta: delta_bytes.as_deref(),
         snapshot: snap.as_ref().map(|w| &w.hash),
+        blobs: blobs.as_ref(),
     };
     let hash = hash_chain::link(&cursor.prev_hash, &row);
     insert_event(tx, &row, &cursor.prev_hash, &hash)?;
@@ -513,6 +532,7 @@ impl Journal {
             last,
             fresh: Fresh::resume(carried, redactions),
             redactions,
+            vouch_blobs: self.vouch_blobs,
         };
         let mut appended = Vec::with_capacity(events.len());
         for e in events.iter_mut() {

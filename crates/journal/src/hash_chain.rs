@@ -26,6 +26,28 @@ pub struct Row<'a> {
     /// BLAKE3 of the snapshot taken at this event, if one was (covered only when present, so
     /// events stored before snapshots were vouched for keep their hashes).
     pub snapshot: Option<&'a [u8; 32]>,
+    /// [`blobs_digest`] of the CCR keys the event references, if it references any (covered
+    /// only when present, so events stored before their links were vouched for keep their
+    /// hashes).
+    pub blobs: Option<&'a [u8; 32]>,
+}
+
+/// BLAKE3 of the CCR keys an event references, as a set (sorted, duplicates once): what an
+/// event's `blobs_hash` holds and `verify` recomputes from its `event_blobs` rows.
+pub fn blobs_digest(keys: &[[u8; 32]]) -> Option<[u8; 32]> {
+    if keys.is_empty() {
+        return None;
+    }
+    let mut sorted = keys.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut h = blake3::Hasher::new();
+    h.update(b"salvage.event-blobs/1\0");
+    h.update(&(sorted.len() as u64).to_le_bytes());
+    for k in &sorted {
+        h.update(k);
+    }
+    Some(*h.finalize().as_bytes())
 }
 
 fn field(h: &mut blake3::Hasher, b: &[u8]) {
@@ -67,6 +89,10 @@ pub fn link(prev: &[u8; 32], row: &Row<'_>) -> [u8; 32] {
     if let Some(s) = row.snapshot {
         h.update(b"snapshot");
         h.update(s);
+    }
+    if let Some(b) = row.blobs {
+        h.update(b"blobs");
+        h.update(b);
     }
     *h.finalize().as_bytes()
 }

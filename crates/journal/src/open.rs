@@ -41,6 +41,9 @@ pub struct Journal {
     /// Threads a restore decodes messages on ([`Journal::with_decode_threads`]; 0, the default:
     /// every core, counted only when a restore has many messages to decode).
     pub(crate) decode_threads: usize,
+    /// The file's schema records which CCR keys each event references (`blobs_hash`, schema 8):
+    /// false only for a file a test keeps at an earlier version.
+    pub(crate) vouch_blobs: bool,
 }
 
 impl Journal {
@@ -57,7 +60,9 @@ impl Journal {
 
     /// Wraps an open store.
     pub fn from_store(store: Store) -> Journal {
+        let vouch_blobs = store.version().map_or(true, |v| v >= 8);
         Journal {
+            vouch_blobs,
             store,
             head: HashMap::new(),
             snapshots: HashMap::new(),

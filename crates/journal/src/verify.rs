@@ -48,10 +48,11 @@ struct Record {
     prev_hash: Vec<u8>,
     hash: Vec<u8>,
     snapshot_hash: Option<[u8; 32]>,
+    blobs_hash: Option<[u8; 32]>,
 }
 
 const RECORD_COLUMNS: &str =
-    "seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash, snapshot_hash";
+    "seq, event_id, parent, depth, kind, kind_version, ts, body, delta, prev_hash, hash, snapshot_hash, blobs_hash";
 
 /// Reads a row; `at` names the event expected there (for a row whose own seq is corrupt).
 fn record(session: &str, at: u64, r: &rusqlite::Row<'_>) -> Result<Record, JournalError> {
@@ -74,6 +75,11 @@ fn record(session: &str, at: u64, r: &rusqlite::Row<'_>) -> Result<Record, Journ
             .get::<_, Option<Vec<u8>>>(11)
             .map_err(g)?
             .map(|h| stored_hash(session, seq, "snapshot_hash", &h))
+            .transpose()?,
+        blobs_hash: r
+            .get::<_, Option<Vec<u8>>>(12)
+            .map_err(g)?
+            .map(|h| stored_hash(session, seq, "blobs_hash", &h))
             .transpose()?,
     })
 }
@@ -129,6 +135,7 @@ impl Walk<'_> {
             body: &r.body,
             delta: r.delta.as_deref(),
             snapshot: r.snapshot_hash.as_ref(),
+            blobs: r.blobs_hash.as_ref(),
         };
         if hash_chain::link(&self.prev, &row)[..] != r.hash[..] {
             return Ok(Some((seq, "hash does not match the stored bytes (the event was edited)".into())));
@@ -161,7 +168,7 @@ impl Walk<'_> {
             Ok(len) => len,
             Err(problem) => return Ok(Some((seq, problem))),
         };
-        if let Some(problem) = self.check_blobs(seq)? {
+        if let Some(problem) = self.check_blobs(seq, r.blobs_hash.as_ref())? {
             return Ok(Some((seq, problem)));
         }
         self.depths.push(r.depth);
@@ -212,34 +219,88 @@ impl Walk<'_> {
             Some((Some(_), _)) if is_redacted(self.conn, hash)? => None,
             Some((Some(_), _)) => Some(format!("message {h} does not match its hash")),
             Some((None, Some(k))) => {
-                let exists = self
+                let id: Option<i64> = self
                     .conn
-                    .prepare_cached("SELECT 1 FROM ccr_blobs WHERE key = ?1")
-                    .and_then(|mut st| st.exists([&k]))
+                    .prepare_cached("SELECT id FROM ccr_blobs WHERE key = ?1")
+                    .and_then(|mut st| st.query_row([&k], |r| r.get(0)).optional())
                     .map_err(sql("verify"))?;
-                (!exists).then(|| format!("message {h} lives in CCR but its blob is gone"))
+                match id {
+                    None => Some(format!("message {h} lives in CCR but its blob is gone")),
+                    Some(id) if !self.held(id)? => Some(format!(
+                        "message {h} lives in CCR but the journal no longer holds its blob (its ccr_refs row is gone): retention may evict it"
+                    )),
+                    Some(_) => None,
+                }
             }
             _ => Some(format!("message {h} is missing")),
         })
     }
 
-    /// Every CCR blob the event references resolves.
-    fn check_blobs(&self, seq: u64) -> Result<Option<String>, JournalError> {
+    /// The event's CCR links: its `event_blobs` rows are the keys its `blobs_hash` vouches for
+    /// (an event stored before links were vouched for is listed in `event_blobs_unvouched`),
+    /// every blob resolves, and the journal still holds it in `ccr_refs`, so retention cannot
+    /// evict it.
+    fn check_blobs(&self, seq: u64, vouched: Option<&[u8; 32]>) -> Result<Option<String>, JournalError> {
         let mut st = self
             .conn
-            .prepare_cached("SELECT b.blob_key, c.id IS NOT NULL FROM event_blobs b LEFT JOIN ccr_blobs c ON c.key = b.blob_key WHERE b.session_id = ?1 AND b.seq = ?2")
+            .prepare_cached("SELECT b.blob_key, c.id FROM event_blobs b LEFT JOIN ccr_blobs c ON c.key = b.blob_key WHERE b.session_id = ?1 AND b.seq = ?2")
             .map_err(sql("verify"))?;
         let rows = st
-            .query_map(params![self.session, i(seq)], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, bool>(1)?)))
+            .query_map(params![self.session, i(seq)], |r| {
+                Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
             .map_err(sql("verify"))?;
+        let mut links: Vec<([u8; 32], Option<i64>)> = Vec::new();
         for b in rows {
-            let (key, present) = b.map_err(sql("verify"))?;
-            if !present {
-                let hexkey: String = key.iter().map(|x| format!("{x:02x}")).collect();
-                return Ok(Some(format!("referenced CCR blob {hexkey} does not resolve")));
+            let (key, id) = b.map_err(sql("verify"))?;
+            links.push((stored_hash(self.session, seq, "event_blobs.blob_key", &key)?, id));
+        }
+        let keys: Vec<[u8; 32]> = links.iter().map(|(k, _)| *k).collect();
+        match vouched {
+            Some(h) if hash_chain::blobs_digest(&keys).as_ref() != Some(h) => {
+                return Ok(Some(format!(
+                    "its CCR references were edited: {} event_blobs row(s) where the event vouches for others (one was removed, added or moved)",
+                    keys.len()
+                )));
+            }
+            Some(_) => {}
+            None if keys.is_empty() || self.unvouched(seq)? => {}
+            None => {
+                return Ok(Some(format!(
+                    "its CCR references were edited: {} event_blobs row(s) the event does not vouch for (added or moved here)",
+                    keys.len()
+                )));
+            }
+        }
+        for (key, id) in links {
+            let hexkey: String = key.iter().map(|x| format!("{x:02x}")).collect();
+            match id {
+                None => return Ok(Some(format!("referenced CCR blob {hexkey} does not resolve"))),
+                Some(id) if !self.held(id)? => {
+                    return Ok(Some(format!(
+                        "referenced CCR blob {hexkey} is no longer held by the journal (its ccr_refs row is gone): retention may evict it"
+                    )))
+                }
+                Some(_) => {}
             }
         }
         Ok(None)
+    }
+
+    /// Whether the event was stored before links were vouched for and referenced blobs then.
+    fn unvouched(&self, seq: u64) -> Result<bool, JournalError> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM event_blobs_unvouched WHERE session_id = ?1 AND seq = ?2")
+            .and_then(|mut st| st.exists(params![self.session, i(seq)]))
+            .map_err(sql("verify"))
+    }
+
+    /// Whether the journal holds blob `id` in `ccr_refs`.
+    fn held(&self, id: i64) -> Result<bool, JournalError> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM ccr_refs WHERE blob_id = ?1 AND owner = ?2")
+            .and_then(|mut st| st.exists(params![id, crate::messages::CCR_OWNER]))
+            .map_err(sql("verify"))
     }
 }
 

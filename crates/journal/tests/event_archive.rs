@@ -66,3 +66,56 @@ fn an_original_under_a_key_that_is_not_its_hash_is_refused_with_the_event() {
         assert!(ccr.get_key(&wrong).is_err(), "content that does not hash to its key was returned");
     }
 }
+
+fn sqlite3(path: &std::path::Path, sql: &str) {
+    let o = std::process::Command::new("sqlite3")
+        .arg(path)
+        .arg(sql)
+        .output()
+        .expect("the sqlite3 tool is installed (CI installs it)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A journal whose event 3 archives two originals; returns the file and their keys.
+fn with_archived(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, Vec<CcrKey>) {
+    let p = dir.join(name);
+    let mut j = Journal::open(&p, &Options::default()).unwrap();
+    j.start_session("s", "", event("e0", 0)).unwrap();
+    j.append("s", Some(1), vec![event("e1", 1)]).unwrap();
+    let keyed: Vec<(CcrKey, Vec<u8>)> = originals().into_iter().map(|b| (CcrKey::of(&b), b)).collect();
+    j.append("s", Some(2), vec![event("e2", 2).with_archive(keyed.clone()), event("e3", 3)]).unwrap();
+    assert_eq!(j.verify(None).unwrap().bad, vec![]);
+    (p, keyed.into_iter().map(|(k, _)| k).collect())
+}
+
+/// Review finding 03: the links that keep an event's blobs alive (its `event_blobs` rows, the
+/// journal's `ccr_refs` rows) could be deleted and `journal verify` still said the journal was
+/// intact, while retention was then free to evict a blob a live marker names. The triggers
+/// refuse such deletes, and behind their back verify reports the event.
+#[test]
+fn removed_blob_links_are_refused_and_reported_by_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, keys) = with_archived(dir.path(), "refused.db");
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    for sql in ["DELETE FROM event_blobs", "UPDATE event_blobs SET seq = 2", "DELETE FROM ccr_refs"] {
+        let e = j.conn().execute(sql, []).unwrap_err().to_string();
+        assert!(e.contains("journal"), "{sql}: {e}");
+    }
+    drop(j);
+    let hex = |k: &CcrKey| k.hex();
+    let one = format!("x'{}'", hex(&keys[0]));
+    let cases = [
+        ("unlinked", format!("DROP TRIGGER event_blobs_append_only_delete; DELETE FROM event_blobs WHERE blob_key = {one};"), "CCR references"),
+        ("moved", format!("DROP TRIGGER event_blobs_append_only_update; UPDATE event_blobs SET seq = 2 WHERE blob_key = {one};"), "CCR references"),
+        ("unheld", format!("DROP TRIGGER ccr_refs_journal_held; DELETE FROM ccr_refs WHERE blob_id = (SELECT id FROM ccr_blobs WHERE key = {one});"), "no longer held"),
+    ];
+    for (name, sql, problem) in cases {
+        let (p, _) = with_archived(dir.path(), &format!("{name}.db"));
+        sqlite3(&p, &sql);
+        let j = Journal::open(&p, &Options::default()).unwrap();
+        let bad = j.verify(None).unwrap().bad;
+        let first = bad.first().unwrap_or_else(|| panic!("{name}: verify said the journal is intact"));
+        assert_eq!(first.seq, if name == "moved" { 2 } else { 3 }, "{name}: {first:?}");
+        assert!(first.problem.contains(problem), "{name}: {first:?}");
+    }
+}

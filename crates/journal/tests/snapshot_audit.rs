@@ -88,6 +88,7 @@ fn rewrite_snapshot(path: &Path, seq: i64, state: &[u8], history: &[u8]) {
             body,
             delta: delta.as_deref(),
             snapshot: snap.as_ref(),
+            blobs: None, // these events reference no CCR blobs
         };
         let hash = link(&prev, &row);
         conn.execute(

@@ -33,6 +33,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(5, "0005_history_snapshots.sql"),
     migration!(6, "0006_ccr_key_range.sql"),
     migration!(7, "0007_events_without_rowid.sql"),
+    migration!(8, "0008_event_blob_links.sql"),
 ];
 
 /// The schema version this build writes.
