@@ -474,9 +474,10 @@ fn replace_segment(
         kept.iter().filter_map(|&i| Some(Tracked { origin: Some(i), msg: h.get(i)?.clone() })).collect();
     let items = downgrade_orphan_verbatim(items);
     let (mut items, _) = repair_tracked(items);
-    let survived: std::collections::HashSet<usize> = items.iter().filter_map(|t| t.origin).collect();
+    // Removed by the repair, or kept with a call it pruned: their originals are archived.
+    let whole = crate::ladder::kept_whole(&items, h);
     let removed: Vec<&Message> =
-        kept.iter().filter(|i| !survived.contains(i)).filter_map(|&i| h.get(i)).collect();
+        kept.iter().filter(|&&i| !whole.get(i).copied().unwrap_or(false)).filter_map(|&i| h.get(i)).collect();
     if !removed.is_empty() {
         // Orphans the repair removes stay recallable (section 6): the summary carries the marker
         // of their transcript.

@@ -197,15 +197,18 @@ fn aggressive(history: &[Message], ctx: &mut RungContext<'_>) -> Result<Shaped, 
     let items: Vec<Tracked> =
         history.iter().cloned().enumerate().map(|(i, msg)| Tracked { origin: Some(i), msg }).collect();
     let (items, pairing) = repair_tracked(items);
-    // Orphans the repair removes are archived too: nothing is lost.
+    // Orphans the repair removes are archived too, and so is the original of a message it
+    // pruned a call from: nothing is lost.
     let kept = origins(&items, history.len());
-    let orphans: Vec<&Message> = history.iter().zip(&kept).filter(|(_, k)| !**k).map(|(m, _)| m).collect();
+    let whole = kept_whole(&items, history);
+    let orphans = kept.iter().filter(|k| !**k).count();
+    let archived: Vec<&Message> = history.iter().zip(&whole).filter(|(_, k)| !**k).map(|(m, _)| m).collect();
     let mut dropped_marker = None;
     let mut repaired: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
-    if !orphans.is_empty() {
+    if !archived.is_empty() {
         // The orphans are dropped: the notice carries the marker of their archive so they stay
         // recallable (section 6).
-        let (notice, marker) = dropped_notice(&orphans, &mut ctx.archiver)?;
+        let (notice, marker) = dropped_notice(&archived, &mut ctx.archiver)?;
         dropped_marker = marker;
         let at = repaired.iter().take_while(|m| m.role == Role::System).count();
         repaired.insert(at, notice);
@@ -217,15 +220,7 @@ fn aggressive(history: &[Message], ctx: &mut RungContext<'_>) -> Result<Shaped, 
             cut = cut.saturating_add(1);
         }
     }
-    Ok(Shaped {
-        out,
-        dropped: orphans.len(),
-        cut,
-        dropped_marker,
-        pairing,
-        budget: Some(budget),
-        shrink: None,
-    })
+    Ok(Shaped { out, dropped: orphans, cut, dropped_marker, pairing, budget: Some(budget), shrink: None })
 }
 
 /// Rungs 2 and 3: keep the last messages (verbatim ones within the quarter-budget rule); rung 3
@@ -316,20 +311,35 @@ pub(crate) fn keep_last(
     let items = if keep_verbatim { downgrade_orphan_verbatim(items) } else { items };
     let (items, pairing) = repair_tracked(items);
     let kept = origins(&items, history.len());
-    let mut dropped_msgs: Vec<&Message> = Vec::with_capacity(rest.len());
-    dropped_msgs.extend(
-        rest.iter().filter(|&&i| !kept.get(i).copied().unwrap_or(false)).filter_map(|&i| history.get(i)),
-    );
-    let dropped = dropped_msgs.len();
+    let whole = kept_whole(&items, history);
+    let dropped = rest.iter().filter(|&&i| !kept.get(i).copied().unwrap_or(false)).count();
+    // What was dropped, and the originals of kept messages the repair pruned a call from.
+    let mut dropped_msgs: Vec<&Message> = Vec::with_capacity(dropped);
+    dropped_msgs
+        .extend(history.iter().zip(&whole).filter(|(m, w)| !**w && m.role != Role::System).map(|(m, _)| m));
     let n_system = items.iter().take_while(|t| t.msg.role == Role::System).count();
     let mut out: Vec<Message> = items.into_iter().map(|t| t.msg).collect();
     let mut marker = None;
-    if dropped > 0 {
+    if !dropped_msgs.is_empty() {
         let (notice, m) = dropped_notice(&dropped_msgs, archiver)?;
         marker = m;
         out.insert(n_system, notice);
     }
     Ok((out, dropped, marker, pairing))
+}
+
+/// Which of `history`'s messages the tracked items kept whole: kept, with every tool call. A call
+/// the pairing repair pruned (an empty or repeated id) from a message it kept is content the
+/// output no longer holds: its message's original is archived with what was dropped.
+pub(crate) fn kept_whole(items: &[Tracked], history: &[Message]) -> Vec<bool> {
+    let mut whole = vec![false; history.len()];
+    for t in items {
+        let Some(o) = t.origin else { continue };
+        if let (Some(w), Some(m)) = (whole.get_mut(o), history.get(o)) {
+            *w = t.msg.tool_calls.len() >= m.tool_calls.len();
+        }
+    }
+    whole
 }
 
 /// Which of a history's `len` messages the tracked items came from, by index (a flag per message:

@@ -1,6 +1,7 @@
 //! "Nothing is lost", as a checkable property (`capture.md` check 4): every input message's
-//! content can be rebuilt from a later history, in place or by following markers recursively
-//! through the archive (dropped-message transcripts included).
+//! content, and each of its tool calls (name and arguments), can be rebuilt from a later
+//! history, in place or by following markers recursively through the archive (dropped-message
+//! transcripts included). A call's id is not part of it: the pairing repair renames a reused id.
 
 use salvage_types::ccr_key::{find_markers, made_from, own_archive_key};
 use salvage_types::Message;
@@ -13,8 +14,10 @@ pub struct Lost {
     pub index: usize,
     /// Its role.
     pub role: String,
-    /// Its content's length in bytes.
+    /// The length in bytes of what is lost: its content, or the lost call's arguments.
     pub bytes: usize,
+    /// The tool call that is lost (`name` and id), when its content is not.
+    pub call: Option<String>,
 }
 
 /// Everything reachable from a history: its contents, and the archived originals its markers
@@ -25,6 +28,8 @@ pub struct Lost {
 /// history is in memory, and keeping the texts held a second copy of all of them.
 pub struct Reachable {
     texts: HashSet<[u8; 32]>,
+    /// Tool calls, by [`call_key`].
+    calls: HashSet<[u8; 32]>,
     /// Keys followed (16-hex short keys).
     pub keys: HashSet<String>,
     /// Markers that led nowhere (not in the archive).
@@ -34,11 +39,17 @@ pub struct Reachable {
 impl Reachable {
     /// Walks `history` and the archive behind its markers.
     pub fn from(history: &[Message], lookup: &dyn Fn(&str) -> Option<Vec<u8>>) -> Reachable {
-        let mut r = Reachable { texts: HashSet::new(), keys: HashSet::new(), dangling: Vec::new() };
+        let mut r = Reachable {
+            texts: HashSet::new(),
+            calls: HashSet::new(),
+            keys: HashSet::new(),
+            dangling: Vec::new(),
+        };
         let mut queue: Vec<String> = Vec::new();
         for m in history {
             queue.extend(find_markers(&m.content).into_iter().map(str::to_string));
             r.texts.insert(text_key(&m.content));
+            r.calls.extend(m.tool_calls.iter().map(call_key));
         }
         while let Some(k) = queue.pop() {
             if !r.keys.insert(k.clone()) {
@@ -53,6 +64,7 @@ impl Reachable {
                 for m in msgs {
                     queue.extend(find_markers(&m.content).into_iter().map(str::to_string));
                     r.texts.insert(text_key(&m.content));
+                    r.calls.extend(m.tool_calls.iter().map(call_key));
                 }
             }
             queue.extend(find_markers(&text).into_iter().map(str::to_string));
@@ -67,6 +79,14 @@ impl Reachable {
     }
 }
 
+/// The identity a reachable tool call is kept by: its name and arguments (not its id).
+fn call_key(c: &salvage_types::ToolCall) -> [u8; 32] {
+    let mut bytes = (c.name.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(c.name.as_bytes());
+    bytes.extend_from_slice(c.arguments.to_string().as_bytes());
+    salvage_types::CcrKey::of(&bytes).0
+}
+
 /// The identity a reachable text is kept by.
 fn text_key(text: &str) -> [u8; 32] {
     salvage_types::CcrKey::of(text.as_bytes()).0
@@ -79,6 +99,17 @@ pub fn lost(input: &[Message], output: &[Message], lookup: &dyn Fn(&str) -> Opti
     let reach = Reachable::from(output, lookup);
     let mut out = Vec::new();
     for (index, m) in input.iter().enumerate() {
+        // A call the pairing repair pruned (an empty or repeated id) in a message it kept is
+        // gone from the output although its message is not.
+        if let Some(c) = m.tool_calls.iter().find(|c| !reach.calls.contains(&call_key(c))) {
+            out.push(Lost {
+                index,
+                role: m.role.as_str().to_string(),
+                bytes: c.arguments.to_string().len(),
+                call: Some(format!("`{}` {}", c.name, c.id)),
+            });
+            continue;
+        }
         if m.content.is_empty() || reach.contains(&m.content) {
             continue;
         }
@@ -89,7 +120,7 @@ pub fn lost(input: &[Message], output: &[Message], lookup: &dyn Fn(&str) -> Opti
             .and_then(|b| String::from_utf8(b).ok())
             .is_some_and(|orig| made_from(&m.content, &orig) && reach.contains(&orig));
         if !derived {
-            out.push(Lost { index, role: m.role.as_str().to_string(), bytes: m.content.len() });
+            out.push(Lost { index, role: m.role.as_str().to_string(), bytes: m.content.len(), call: None });
         }
     }
     out

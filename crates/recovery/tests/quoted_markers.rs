@@ -168,3 +168,42 @@ fn rung3_archives_a_task_that_ends_with_a_pasted_suffix_for_another_original() {
     unarchived[at].content = format!("{}{}", &task[..3_000], recoverable_suffix(&decoy));
     assert_eq!(lost(&h, &unarchived, &lookup).len(), 1, "a cut whose original is nowhere is lost");
 }
+
+/// Review finding: a call dropped by the pairing repair for a repeated id, in an assistant
+/// message that is kept, was archived nowhere, and `lost` did not see it (it compared message
+/// contents only, and a message of calls has none). Now every rung archives the original of a
+/// message that lost a call, and `lost` checks calls by name and arguments.
+#[test]
+fn a_call_pruned_for_a_repeated_id_is_archived_and_checked() {
+    let mut a = call("c1");
+    let mut second = a.tool_calls[0].clone();
+    second.arguments = serde_json::json!({"path": "SECOND-CALL-ONLY-HERE"});
+    a.tool_calls.push(second);
+    let h = vec![
+        Message::system("sys"),
+        Message::user("fix it"),
+        a,
+        Message::tool("c1", "first result"),
+        Message::tool("c1", "second result"),
+        Message::user("go on"),
+    ];
+    // The check itself: an output that simply loses the call is reported.
+    let mut pruned = h.clone();
+    pruned[2].tool_calls.truncate(1);
+    pruned.remove(4);
+    let lookup = |_: &str| None;
+    let l = lost(&h, &pruned, &lookup);
+    assert_eq!(l.iter().map(|x| x.index).collect::<Vec<_>>(), vec![2, 4], "{l:?}");
+    assert!(l[0].call.as_deref().is_some_and(|c| c.contains("read_file")), "{l:?}");
+    for rung in [Rung::Aggressive, Rung::Emergency] {
+        let (mut mem, _) = seeded();
+        let out = ladder::apply(rung, &h, &mut ctx(&mut mem)).unwrap();
+        assert_eq!(out.history.iter().map(|m| m.tool_calls.len()).sum::<usize>(), 1, "{rung:?}: pruned");
+        assert!(
+            mem.blobs().any(|b| String::from_utf8_lossy(b).contains("SECOND-CALL-ONLY-HERE")),
+            "{rung:?}: the pruned call's arguments are archived"
+        );
+        let lookup = |k: &str| mem.get(k);
+        assert_eq!(lost(&h, &out.history, &lookup), vec![], "{rung:?}");
+    }
+}

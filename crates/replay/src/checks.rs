@@ -337,7 +337,13 @@ fn recoverable(run: &Run, capture: &Capture, journal: &Journal, ccr: &Ccr<'_>, s
     let mut problems: Vec<String> = lost
         .iter()
         .take(5)
-        .map(|l| format!("input message {} ({}, {} B) cannot be rebuilt", l.index, l.role, l.bytes))
+        .map(|l| match &l.call {
+            Some(call) => format!(
+                "input message {} ({}): tool call {call} ({} B of arguments) cannot be rebuilt",
+                l.index, l.role, l.bytes
+            ),
+            None => format!("input message {} ({}, {} B) cannot be rebuilt", l.index, l.role, l.bytes),
+        })
         .collect();
     let more = lost.len().saturating_sub(5);
     if more > 0 {

@@ -380,6 +380,8 @@ impl Turn {
             settings: self.input.settings.clone(),
             cap: self.input.session.cap,
             invalid_settings: invalid,
+            // The replay driver records the capture's request part here.
+            request: None,
         };
         let history = std::sync::Arc::new(std::mem::take(&mut self.history));
         self.record(event, Change::Lent(history), Vec::new());
