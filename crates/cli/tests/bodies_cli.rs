@@ -210,3 +210,55 @@ fn every_sample_imports_and_replays_with_fidelity_green() {
         assert!(failed.is_empty(), "{name}: {failed:?}");
     }
 }
+
+/// Review finding: `journal export` of a replayed session wrote a body without the request's
+/// parameters (temperature, top_p, metadata, tools): the capture's `request` part was never
+/// journaled. The session's start event now records it, and the export is the request as sent.
+#[test]
+fn journal_export_keeps_the_request_parameters_of_the_replayed_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    let mut body: Value =
+        serde_json::from_slice(&std::fs::read(testdata("requests/anthropic-agent-tools.json")).unwrap())
+            .unwrap();
+    let extra = serde_json::json!({
+        "temperature": 0.3,
+        "top_p": 0.9,
+        "metadata": {"user_id": "u-42"},
+        "tools": [{"name": "read_file", "description": "Read a file", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let body_path = dir.path().join("body.json");
+    std::fs::write(&body_path, serde_json::to_vec(&body).unwrap()).unwrap();
+    let cap = dir.path().join("c.json");
+    let o = salvage(&["import", body_path.to_str().unwrap(), "-o", cap.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = salvage(&["replay", cap.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    let o = salvage(&["journal", "sessions", "--json", "--db", db.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let session = v["sessions"][0]["id"].as_str().unwrap().to_string();
+    let export = |args: &[&str]| -> Value {
+        let mut all =
+            vec!["journal", "export", session.as_str(), "--no-redact", "--db", db.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = salvage(&all);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let a = export(&["--format", "anthropic"]);
+    for (k, v) in extra.as_object().unwrap() {
+        assert_eq!(&a[k], v, "{k} is in the exported body");
+    }
+    let c = export(&[]);
+    assert_eq!(c["request"]["fields"]["metadata"], extra["metadata"]);
+    // The size as sent holds for the history as sent only.
+    let sent = export(&["--at", "1"]);
+    assert!(sent["request"]["bytes"].is_u64(), "{}", sent["request"]);
+    let later = export(&[]);
+    if later["history"] != sent["history"] {
+        assert!(later["request"].get("bytes").is_none(), "{}", later["request"]);
+    }
+}

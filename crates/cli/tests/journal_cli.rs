@@ -35,6 +35,7 @@ fn build(db: &std::path::Path) {
                 settings: [("CHATCLI_MAX_PAYLOAD".to_string(), "5MB".to_string())].into(),
                 cap: Some(5 << 20),
                 invalid_settings: Vec::new(),
+                request: None,
             },
         )
         .with_history(HistoryChange::Append(vec![Message::system("S"), Message::user("fix it")])),

@@ -98,15 +98,18 @@ impl Journal {
             recorded: Recorded::default(),
             expect: None,
         };
+        let mut started = None;
         self.for_each_event(session, |e| {
             if e.seq > at {
                 return Ok(());
             }
             match &e.body {
-                EventBody::SessionStarted { provider, model, settings, .. } => {
+                EventBody::SessionStarted { provider, model, settings, request, .. } => {
                     capture.provider.clone_from(provider);
                     capture.model.clone_from(model);
                     capture.settings.clone_from(settings);
+                    capture.request = request.as_deref().cloned();
+                    started = Some(e.seq);
                 }
                 EventBody::ProviderError { status, message, transport, rejected_bytes, .. } => {
                     capture.failure = Failure {
@@ -120,6 +123,13 @@ impl Journal {
             }
             Ok(())
         })?;
+        // The size of the body as sent holds for the history it was sent with, not for a later
+        // (compacted, grown) one: an export of another history leaves it to be measured.
+        if let (Some(r), Some(s)) = (capture.request.as_mut(), started) {
+            if s != at && self.history_hashes(session, s)? != self.history_hashes(session, at)? {
+                r.bytes = None;
+            }
+        }
         Ok(capture)
     }
 }

@@ -71,6 +71,7 @@ fn state_at_every_event_is_exact() {
                 settings: BTreeMap::new(),
                 cap: None,
                 invalid_settings: Vec::new(),
+                request: None,
             },
         )
         .with_history(HistoryChange::Append(vec![

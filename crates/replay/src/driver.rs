@@ -229,7 +229,13 @@ impl Driver<'_> {
 
     /// Journals one record of the engine, keeping the driver's view of the run: the digest of
     /// the history, not a copy of it (the engine holds the live history; see [`RunningDigest`]).
-    fn record(&mut self, r: Record, title: &str, capture_id: &str) -> Result<(), ReplayError> {
+    fn record(
+        &mut self,
+        r: Record,
+        title: &str,
+        capture_id: &str,
+        request: Option<&salvage_types::capture::Request>,
+    ) -> Result<(), ReplayError> {
         let (blobs, archive) = self.flush(&r.blobs)?;
         let before = self.digest.digest();
         let change = match r.change {
@@ -253,7 +259,12 @@ impl Driver<'_> {
         self.observe(&r.event);
         let id = format!("{}#{}", self.session, self.n);
         let ts = self.ts();
-        let e = NewEvent::new(id, ts, r.event).with_history(change).with_blobs(blobs).with_archive(archive);
+        let mut e =
+            NewEvent::new(id, ts, r.event).with_history(change).with_blobs(blobs).with_archive(archive);
+        if let EventBody::SessionStarted { request: r, .. } = &mut e.body {
+            // The capture's request part: an export of the session is the request as sent.
+            *r = request.cloned().map(Box::new);
+        }
         if matches!(e.body, EventBody::SessionStarted { .. }) {
             self.version = self.journal.start_session_from(&self.session, title, Some(capture_id), e)?.seq;
             self.run.started = self.version;
@@ -464,7 +475,7 @@ pub fn replay_history(
             turn.next(&mut io)?
         };
         match action {
-            Action::Record(r) => d.record(*r, &title, &capture.id)?,
+            Action::Record(r) => d.record(*r, &title, &capture.id, capture.request.as_ref())?,
             Action::Say(line) => d.run.messages.push(line),
             Action::Send(req) => {
                 let answer = d.send(capture, &mut sim, &req);

@@ -96,6 +96,11 @@ pub enum EventBody {
         /// Settings that were invalid (their default stands), reported once.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         invalid_settings: Vec<InvalidSetting>,
+        /// What the session's first request carried besides its messages (a replayed capture's
+        /// `request` part: format, tools, parameters, provider blocks), so that an export of the
+        /// session is the request as sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request: Option<Box<crate::capture::Request>>,
     },
     /// Messages were appended (the history delta carries them).
     MessageAppended {
@@ -315,6 +320,7 @@ impl EventBody {
             settings: BTreeMap::new(),
             cap: None,
             invalid_settings: Vec::new(),
+            request: None,
         }
     }
 
@@ -373,8 +379,9 @@ impl EventBody {
     /// The kind's format version: bump it (and keep reading the old one) when a shape changes.
     pub fn kind_version(&self) -> u32 {
         match self {
-            // v2: `invalid_settings` (optional; v1 bodies read as an empty list).
-            EventBody::SessionStarted { .. } => 2,
+            // v2: `invalid_settings` (optional; v1 bodies read as an empty list); v3: `request`
+            // (optional; earlier bodies read as none).
+            EventBody::SessionStarted { .. } => 3,
             // v2: a typed verdict and the `parts` of the base (optional; v1 bodies read as none).
             EventBody::FloorDiagnosis { .. } => 2,
             // v2: `by`, `pre_tokens`, `archived` (optional; v1 bodies read unchanged).

@@ -21,6 +21,15 @@ fn one_of_each() -> Vec<EventBody> {
                 raw: "abc".into(),
                 why: "\"abc\" is not a positive integer; using 3".into(),
             }],
+            request: Some(Box::new(salvage_types::capture::Request {
+                format: salvage_types::capture::RequestFormat::Anthropic,
+                bytes: Some(129_434),
+                fields:
+                    serde_json::json!({"max_tokens": 4096, "temperature": 0.2, "metadata": {"user_id": "u1"}})
+                        .as_object()
+                        .cloned()
+                        .unwrap(),
+            })),
         },
         EventBody::MessageAppended { count: 2 },
         EventBody::RequestSent {
@@ -122,7 +131,8 @@ fn later_versions() -> Vec<EventBody> {
 
 fn expected_version(kind: &str) -> u32 {
     match kind {
-        "session_started" | "floor_diagnosis" | "compaction" => 2,
+        "session_started" => 3,
+        "floor_diagnosis" | "compaction" => 2,
         _ => 1,
     }
 }

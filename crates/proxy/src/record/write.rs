@@ -282,6 +282,7 @@ fn start(
             settings: options.settings.clone(),
             cap: None,
             invalid_settings: Vec::new(),
+            request: None,
         },
     )
     .with_history(HistoryChange::Append(history.clone()));
