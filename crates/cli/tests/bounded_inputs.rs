@@ -140,6 +140,8 @@ fn every_reader_refuses_devices_fifos_and_endless_streams() {
         refused(d, &["ccr", "put", node], None, &not_regular);
         refused(d, &["apply", "rung1", node], None, &not_regular);
         refused(d, &["replay", c, "--no-journal", "--baseline", node], None, &not_regular);
+        // A capture that is a FIFO or a device is named for what it is, not "no such file".
+        refused(d, &["replay", node, "--no-journal"], None, &[node, kind, "not a capture file"]);
     }
     let zero = Path::new("/dev/zero");
     let over = ["<stdin>", "over the", "limit"];

@@ -81,7 +81,18 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         } else if p.is_file() {
             out.push(p.clone());
         } else {
-            return Err(format!("{}: no such file or folder", p.display()));
+            // Named for what it is: a FIFO or a device is not "missing".
+            return Err(match std::fs::metadata(p) {
+                Ok(m) => format!(
+                    "{}: {}, not a capture file or folder",
+                    p.display(),
+                    salvage_types::input::describe(&m.file_type())
+                ),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    format!("{}: no such file or folder", p.display())
+                }
+                Err(e) => format!("{}: {e}", p.display()),
+            });
         }
     }
     Ok(out)

@@ -112,6 +112,13 @@ impl Store {
                 0
             }
             Found::Missing => return Err(StoreError::Missing { path }),
+            // A read of an empty file (made by `touch`, or by a writer that has not started) reads
+            // an empty journal and writes nothing: the schema lives in memory only.
+            Found::Empty if options.read_only && path.as_os_str() != ":memory:" => {
+                let mut store = Store::in_memory()?;
+                store.path = path;
+                return Ok(store);
+            }
             Found::Empty => 0,
             Found::Salvage(v) => v,
         };
@@ -514,6 +521,27 @@ mod tests {
         Connection::open(&p).unwrap().pragma_update(None, "user_version", 99).unwrap();
         let e = Store::open(&p, &Options::default()).unwrap_err().to_string();
         assert!(e.contains("schema version 99 is newer than this build's"), "{e}");
+    }
+
+    /// Review finding: `journal sessions` on an empty file wrote the whole schema into it.
+    #[test]
+    fn a_read_of_an_empty_file_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("empty.db");
+        std::fs::write(&p, b"").unwrap();
+        let s = Store::open(&p, &Options::read_only()).unwrap();
+        let n: i64 = s.conn().query_row("SELECT count(*) FROM events", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, 0, "an empty journal");
+        drop(s);
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 0, "the file is untouched");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["empty.db".to_string()], "no -wal or -shm beside it");
+        // A writer still creates the schema in it.
+        drop(Store::open(&p, &Options::default()).unwrap());
+        assert!(std::fs::metadata(&p).unwrap().len() > 0);
     }
 
     #[test]
