@@ -56,7 +56,16 @@ const RECORD_COLUMNS: &str =
 
 /// Reads a row; `at` names the event expected there (for a row whose own seq is corrupt).
 fn record(session: &str, at: u64, r: &rusqlite::Row<'_>) -> Result<Record, JournalError> {
-    let g = |e| JournalError::Sql { op: "verify", source: e };
+    // A column of another type than the one written (a BLOB retyped as TEXT by hand keeps its
+    // bytes) is a problem of this event, not a failure of verify.
+    let g = |e| match e {
+        rusqlite::Error::InvalidColumnType(_, name, ty) => JournalError::corrupt(
+            session,
+            at,
+            format!("column {name} is stored as {ty}, not as written (the row was retyped)"),
+        ),
+        e => JournalError::Sql { op: "verify", source: e },
+    };
     let seq = stored_u64(session, at, "seq", r.get(0).map_err(g)?)?;
     let parent: Option<i64> = r.get(2).map_err(g)?;
     Ok(Record {

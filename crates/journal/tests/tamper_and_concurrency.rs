@@ -69,6 +69,7 @@ fn edited_deleted_and_reordered_events_are_reported_at_the_right_place() {
         ("delete-middle", "DELETE FROM events WHERE seq = 6;", 6, "gap"),
         ("delete-last", "DELETE FROM events WHERE seq = 12;", 12, "removed"),
         ("reorder", "UPDATE events SET seq = 1000 WHERE seq = 3; UPDATE events SET seq = 3 WHERE seq = 4; UPDATE events SET seq = 4 WHERE seq = 1000;", 3, "link to the previous event"),
+        ("retyped", "UPDATE events SET body = CAST(body AS TEXT) WHERE seq = 7;", 7, "column body is stored as Text"),
         ("message", "UPDATE messages SET body = CAST('{\"role\":\"user\",\"content\":\"forged\"}' AS BLOB) WHERE CAST(body AS TEXT) LIKE '%message 7\"%';", 8, "does not match its hash"),
     ];
     for (name, sql, seq, problem) in cases {

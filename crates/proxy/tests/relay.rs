@@ -255,6 +255,12 @@ fn an_unreachable_upstream_is_a_502_that_says_why() {
     let events = j.events(&sessions[0].id, 0, 100).expect("events");
     assert!(events.iter().any(|e| e.kind == "provider_error"), "{events:?}");
     assert_eq!(std::fs::read_dir(dir.path().join("captures")).expect("captures").count(), 1);
+    // The session's start records the request besides its messages, so an export is the
+    // request as the client sent it.
+    let exported = j.export_capture(&sessions[0].id).expect("export");
+    let request = exported.request.expect("the request part is journaled");
+    assert_eq!(request.format, salvage_types::capture::RequestFormat::Anthropic);
+    assert!(request.fields.contains_key("max_tokens"), "{:?}", request.fields);
 }
 
 #[test]

@@ -83,6 +83,15 @@ pub fn read(file: &str, text: &str) -> Result<BTreeMap<String, serde_json::Value
     for (i, c) in caps.iter().enumerate() {
         let id =
             c.get("id").and_then(|x| x.as_str()).ok_or_else(|| err(format!("captures[{i}].id: missing")))?;
+        // Every field the comparison reads has its type, or the file is refused: an entry read
+        // as "new" because one of its fields was wrong would hide that capture's regressions.
+        if let Err(e) = serde_path_to_error::deserialize::<_, Prev>(c) {
+            let at = match e.path().to_string().as_str() {
+                "." => format!("captures[{i}]"),
+                p => format!("captures[{i}].{p}"),
+            };
+            return Err(err(format!("{at}: {} (capture {id})", e.inner())));
+        }
         out.insert(id.to_string(), c.clone());
     }
     Ok(out)
@@ -197,6 +206,38 @@ fn compare_sizes(r: &CaptureReport, prev: &Prev, threshold_percent: f64, flags: 
             );
         } else if up_by(a, b, threshold_percent) {
             flags.flag(what, b.into(), a.into(), format!("accepted request {what} {b} → {a}"), false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+    use super::read;
+
+    /// Review finding: an entry with a wrong-typed field was read as a capture new in this run,
+    /// so its regressions went unflagged while the comparison said nothing was wrong.
+    #[test]
+    fn a_wrong_typed_entry_is_refused_naming_its_field() {
+        let good = r#"{"captures":[{"id":"a","outcome":"recovered","attempts":2,"request_bytes":[10,5]}]}"#;
+        assert_eq!(read("prev.json", good).unwrap().len(), 1);
+        for (text, field) in [
+            (r#"{"captures":[{"id":"a","outcome":"recovered","attempts":"2"}]}"#, "captures[0].attempts"),
+            (
+                r#"{"captures":[{"id":"a","outcome":"recovered","request_bytes":[1,"x"]}]}"#,
+                "captures[0].request_bytes[1]",
+            ),
+            (r#"{"captures":[{"id":"a","attempts":1}]}"#, "captures[0]: missing field `outcome`"),
+            (
+                r#"{"captures":[{"id":"a","outcome":"recovered","checks":[{"ok":"yes"}]}]}"#,
+                "captures[0].checks[0].ok",
+            ),
+        ] {
+            let e = read("prev.json", text).unwrap_err().to_string();
+            assert!(
+                e.starts_with("prev.json: ") && e.contains(field) && e.contains("capture a"),
+                "{field}: {e}"
+            );
         }
     }
 }

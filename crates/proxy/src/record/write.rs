@@ -282,7 +282,8 @@ fn start(
             settings: options.settings.clone(),
             cap: None,
             invalid_settings: Vec::new(),
-            request: None,
+            // What the first request carried besides its messages: an export is the request.
+            request: Some(Box::new(parsed.request.clone())),
         },
     )
     .with_history(HistoryChange::Append(history.clone()));
