@@ -9,8 +9,10 @@
 -- * events appended before this version have no such hash: the ones that reference blobs are
 --   listed in `event_blobs_unvouched` (verify checks their rows resolve, as before, but cannot
 --   tell whether one was removed);
--- * triggers refuse editing `event_blobs` (deleting only with the session, as events are), and
---   deleting a journal `ccr_refs` row while an event or a stored message still names its blob.
+-- * triggers refuse editing `event_blobs` (deleting only with the session, as events are),
+--   deleting a journal `ccr_refs` row while an event or a stored message still names its blob,
+--   and changing a stored message's hash or pointing it at another CCR blob (`journal redact`
+--   only clears the key, storing the replacement inline), or listing more unvouched events.
 ALTER TABLE events ADD COLUMN blobs_hash BLOB CHECK (blobs_hash IS NULL OR length(blobs_hash) = 32);
 
 CREATE TABLE event_blobs_unvouched (
@@ -39,4 +41,13 @@ WHEN OLD.owner = 'journal' AND EXISTS (
         OR EXISTS (SELECT 1 FROM messages m WHERE m.ccr_key = b.key)))
 BEGIN
     SELECT RAISE(ABORT, 'a blob that journal events or messages name stays held by the journal');
+END;
+CREATE TRIGGER messages_keys_fixed BEFORE UPDATE OF hash, ccr_key ON messages
+WHEN NEW.hash IS NOT OLD.hash OR (NEW.ccr_key IS NOT NULL AND NEW.ccr_key IS NOT OLD.ccr_key)
+BEGIN
+    SELECT RAISE(ABORT, 'a journal message keeps its hash and its CCR key');
+END;
+CREATE TRIGGER event_blobs_unvouched_closed BEFORE INSERT ON event_blobs_unvouched
+BEGIN
+    SELECT RAISE(ABORT, 'only events stored before schema 8 are unvouched');
 END;

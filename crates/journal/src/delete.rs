@@ -52,6 +52,7 @@ impl Journal {
             let steps = [
                 "INSERT OR IGNORE INTO session_deletions (session_id) VALUES (?1)",
                 "DELETE FROM event_blobs WHERE session_id = ?1",
+                "DELETE FROM event_blobs_unvouched WHERE session_id = ?1",
                 "DELETE FROM snapshots WHERE session_id = ?1",
                 "DELETE FROM events WHERE session_id = ?1",
                 "DELETE FROM sessions WHERE id = ?1",

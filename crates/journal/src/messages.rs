@@ -77,7 +77,7 @@ pub(crate) fn is_redacted(conn: &Connection, hash: &MsgHash) -> Result<bool, Jou
 }
 
 /// Reads a spilled message's blob, verified by CCR's decoder, without writing anything.
-fn read_blob(conn: &Connection, key: &CcrKey) -> Result<Vec<u8>, String> {
+pub(crate) fn read_blob(conn: &Connection, key: &CcrKey) -> Result<Vec<u8>, String> {
     type Blob = (i64, i64, Option<Vec<u8>>, Option<i64>);
     let row: Option<Blob> = conn
         .prepare_cached("SELECT codec, raw_len, data, redacted_at FROM ccr_blobs WHERE key = ?1")

@@ -227,6 +227,12 @@ impl Walk<'_> {
             Some((Some(b), _)) if blake3::hash(&b).as_bytes() == hash => None,
             Some((Some(_), _)) if is_redacted(self.conn, hash)? => None,
             Some((Some(_), _)) => Some(format!("message {h} does not match its hash")),
+            // Stored in CCR: under its own hash (the key of its JSON), held by the journal, and
+            // the blob decodes to bytes of that hash (a row repointed at another message's blob,
+            // or a blob edited, would restore something else or nothing).
+            Some((None, Some(k))) if k.as_slice() != hash.as_slice() => {
+                Some(format!("message {h} names another CCR blob than its own content (the row was edited)"))
+            }
             Some((None, Some(k))) => {
                 let id: Option<i64> = self
                     .conn
@@ -238,7 +244,9 @@ impl Walk<'_> {
                     Some(id) if !self.held(id)? => Some(format!(
                         "message {h} lives in CCR but the journal no longer holds its blob (its ccr_refs row is gone): retention may evict it"
                     )),
-                    Some(_) => None,
+                    Some(_) => crate::messages::read_blob(self.conn, &salvage_types::CcrKey(*hash))
+                        .err()
+                        .map(|e| format!("message {h} lives in CCR but cannot be restored from it: {e}")),
                 }
             }
             _ => Some(format!("message {h} is missing")),
@@ -431,6 +439,28 @@ impl Journal {
             let (n, bad) = verify_session(self.conn(), &id)?;
             report.events = report.events.saturating_add(n);
             report.bad.extend(bad);
+        }
+        // A blob link to no event (written behind the foreign keys' back) keeps its blob alive
+        // and is in no session's walk.
+        let stray: Option<(String, i64)> = self
+            .conn()
+            .query_row(
+                "SELECT b.session_id, b.seq FROM event_blobs b
+                 WHERE (?1 IS NULL OR b.session_id = ?1)
+                   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.session_id = b.session_id AND e.seq = b.seq)
+                 LIMIT 1",
+                [only],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(sql("verify"))?;
+        if let Some((session, seq)) = stray {
+            report.bad.push(BadEvent {
+                session,
+                seq: u64::try_from(seq).unwrap_or(0),
+                problem: "an event_blobs row names an event that is not stored (it keeps its blob alive)"
+                    .into(),
+            });
         }
         Ok(report)
     }

@@ -419,3 +419,56 @@ fn a_redaction_reaches_restores_that_start_from_a_snapshot() {
     }
     assert!(j.verify(None).unwrap().bad.is_empty());
 }
+
+/// Review (second pass): a message stored in CCR could be repointed at another message's blob,
+/// its own blob's ref deleted and the blob evicted, with every trigger in place, while verify
+/// said the journal was intact and the session no longer restored. A stored message keeps its
+/// hash and its key (a trigger), and verify reads each CCR-stored message back under its own hash.
+#[test]
+fn a_message_stored_in_ccr_is_checked_under_its_own_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let build_big = |name: &str| {
+        let p = dir.path().join(name);
+        let mut j = Journal::open(&p, &Options::default()).unwrap();
+        j.start_session("s", "t", NewEvent::new("s-0", ts(0), EventBody::MessageAppended { count: 0 }))
+            .unwrap();
+        for n in 1..3u64 {
+            let big = format!("message {n} {}", "x".repeat(salvage_journal::LARGE_MESSAGE + 10));
+            j.append(
+                "s",
+                None,
+                vec![NewEvent::new(format!("s-{n}"), ts(n), EventBody::MessageAppended { count: 1 })
+                    .with_history(HistoryChange::Append(vec![Message::user(big)]))],
+            )
+            .unwrap();
+        }
+        assert!(j.verify(None).unwrap().bad.is_empty());
+        p
+    };
+    let p = build_big("guarded.db");
+    let j = Journal::open(&p, &Options::default()).unwrap();
+    let e = j
+        .conn()
+        .execute("UPDATE messages SET ccr_key = (SELECT ccr_key FROM messages WHERE ccr_key IS NOT NULL LIMIT 1 OFFSET 1) WHERE rowid = (SELECT rowid FROM messages WHERE ccr_key IS NOT NULL LIMIT 1)", [])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("keeps its hash"), "{e}");
+    drop(j);
+    let cases = [
+        ("repointed", "DROP TRIGGER messages_keys_fixed; UPDATE messages SET ccr_key = (SELECT ccr_key FROM messages WHERE ccr_key IS NOT NULL ORDER BY id DESC LIMIT 1) WHERE id = (SELECT id FROM messages WHERE ccr_key IS NOT NULL ORDER BY id LIMIT 1);", "names another CCR blob"),
+        ("blob-edited", "UPDATE ccr_blobs SET data = zeroblob(length(data)) WHERE id = (SELECT min(id) FROM ccr_blobs);", "cannot be restored"),
+    ];
+    for (name, sql, problem) in cases {
+        let p = build_big(&format!("{name}.db"));
+        sqlite3(&p, sql);
+        let (seq, got) = first_bad(&p);
+        assert_eq!(seq, 2, "{name}: {got}");
+        assert!(got.contains(problem), "{name}: {got}");
+    }
+    // A blob link to an event that is not stored is reported too.
+    let p = build_big("stray.db");
+    sqlite3(&p, "INSERT INTO event_blobs VALUES ('s', 99, (SELECT key FROM ccr_blobs LIMIT 1));");
+    let (seq, got) = first_bad(&p);
+    assert_eq!(seq, 99, "{got}");
+    assert!(got.contains("not stored"), "{got}");
+}
