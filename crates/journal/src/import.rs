@@ -102,6 +102,14 @@ fn hashes(msgs: &[salvage_types::Message]) -> Result<Vec<crate::state::MsgHash>,
     msgs.iter().map(|m| Ok(crate::messages::message_hash(&crate::messages::message_json(m)?))).collect()
 }
 
+/// The trigger a client's compaction is journaled with.
+fn trigger_of(trigger: Option<&str>) -> Trigger {
+    match trigger {
+        Some("manual") => Trigger::Manual,
+        _ => Trigger::Auto,
+    }
+}
+
 fn parse_ts(ts: Option<&str>) -> Option<DateTime<Utc>> {
     ts.and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc))
 }
@@ -193,20 +201,44 @@ impl Journal {
                 None => false,
             })
         };
+        // The time the step names, as the event was stamped with it (a step without one was
+        // stamped with the time before it: nothing to compare).
+        if let Some(t) = parse_ts(step.ts.as_deref()) {
+            if e.ts != crate::event::rfc3339(&t) {
+                return Ok(false);
+            }
+        }
+        let appended = |msgs: &History| -> Result<bool, JournalError> {
+            Ok(match &e.delta {
+                Some(d) => d.remove == 0 && d.hashes(session, seq)? == hashes(msgs)?,
+                None => msgs.is_empty(),
+            })
+        };
         Ok(match (&step.change, &e.body) {
-            (Change::Input(msgs), EventBody::MessageAppended { .. })
-            | (Change::Response { messages: msgs, .. }, EventBody::ResponseReceived { .. }) => {
-                let appended = match &e.delta {
-                    Some(d) => d.remove == 0 && d.hashes(session, seq)? == hashes(msgs)?,
-                    None => msgs.is_empty(),
-                };
-                appended && continues(e.parent)?
+            (Change::Input(msgs), EventBody::MessageAppended { .. }) => {
+                appended(msgs)? && continues(e.parent)?
             }
-            (Change::Compaction { history, .. }, EventBody::Compaction { .. }) => {
-                continues(e.parent)? && self.history_hashes(session, seq)? == hashes(history)?
+            (
+                Change::Response { messages, stop_reason, output_tokens },
+                EventBody::ResponseReceived { stop_reason: stored, output_tokens: tokens },
+            ) => {
+                let reason =
+                    stop_reason.as_deref().and_then(StopReason::parse).unwrap_or(StopReason::Unrecorded);
+                reason == *stored && output_tokens == tokens && appended(messages)? && continues(e.parent)?
             }
+            (
+                Change::Compaction { trigger, pre_tokens, history, .. },
+                EventBody::Compaction { trigger: stored, pre_tokens: tokens, .. },
+            ) => {
+                trigger_of(trigger.as_deref()) == *stored
+                    && pre_tokens == tokens
+                    && continues(e.parent)?
+                    && self.history_hashes(session, seq)? == hashes(history)?
+            }
+            // A rollback's rewind names the earlier state as its parent: it continues `last` by
+            // following it in the journal (right after it, or after the branch change to it).
             (Change::Rollback { history, .. }, EventBody::Rewind { .. }) => {
-                self.history_hashes(session, seq)? == hashes(history)?
+                continues(seq.checked_sub(1))? && self.history_hashes(session, seq)? == hashes(history)?
             }
             _ => false,
         })
@@ -227,10 +259,7 @@ impl Journal {
             .map_err(|e| JournalError::Invalid(format!("archiving the pre-compaction history: {e}")))?
             .key;
         let body = EventBody::Compaction {
-            trigger: match trigger {
-                Some("manual") => Trigger::Manual,
-                _ => Trigger::Auto,
-            },
+            trigger: trigger_of(trigger),
             level: 2,
             outcome: StepOutcome::Applied,
             backoff_skip: false,

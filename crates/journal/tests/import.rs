@@ -265,3 +265,61 @@ fn an_edited_file_is_journaled_as_edited_and_reverting_it_returns_to_the_origina
     assert_eq!(j.head("s").unwrap().history, first);
     assert_eq!(j.verify(None).unwrap().bad, vec![]);
 }
+
+/// Review (second pass): re-importing an edited Codex file whose rollback returns to a state
+/// both versions reach matched the other version's rollback, and the head flipped to it on
+/// every re-import. A rollback's event must follow the step before it in the journal.
+#[test]
+fn an_edited_codex_file_with_a_rollback_stays_on_its_own_events() {
+    let file = |edited: bool| {
+        let mut records =
+            vec![codex::record(0, "session_meta", json!({"id": "th-1", "model_provider": "openai"}))];
+        let mut turns = codex::rolled_back_turn();
+        if edited {
+            turns[3] = codex::record(4, "response_item", assistant("2, edited"));
+        }
+        records.extend(turns);
+        steps(Source::Codex, &salvage_testkit::jsonl(&records))
+    };
+    let (a, b) = (file(false), file(true));
+    let mut j = Journal::in_memory().unwrap();
+    j.import_steps(&src("c", "codex"), &a, now()).unwrap();
+    j.import_steps(&src("c", "codex"), &b, now()).unwrap();
+    let head = j.version("c").unwrap();
+    for round in 0..2 {
+        let again = j.import_steps(&src("c", "codex"), &b, now()).unwrap();
+        assert_eq!((again.appended, again.rewound_to), (0, None), "round {round}");
+        assert_eq!(
+            j.version("c").unwrap(),
+            head,
+            "round {round}: the head stays on the edited file's events"
+        );
+    }
+    assert_eq!(j.verify(None).unwrap().bad, vec![]);
+}
+
+/// Review (second pass): edits to what a step records besides its messages (a stop reason, output
+/// tokens, a compaction's trigger and token count, a time) were "already journaled", and the
+/// journal kept the old values.
+#[test]
+fn an_edit_to_a_stop_reason_trigger_or_time_is_journaled() {
+    let text = sample("claude-code/fixture-branch-and-compaction.jsonl");
+    let edits: [(&str, &str, &str); 4] = [
+        ("stop reason", r#""stop_reason":"end_turn""#, r#""stop_reason":"max_tokens""#),
+        ("output tokens", r#""output_tokens":5"#, r#""output_tokens":6"#),
+        ("compaction trigger", r#""trigger":"auto""#, r#""trigger":"manual""#),
+        ("time", "2025-07-01T10:01:00.000Z", "2025-07-01T10:01:30.000Z"),
+    ];
+    for (what, from, to) in edits {
+        assert!(text.contains(from), "{what}: the sample has {from}");
+        let original = steps(Source::ClaudeCode, &text);
+        let edited = steps(Source::ClaudeCode, &text.replacen(from, to, 1));
+        let mut j = Journal::in_memory().unwrap();
+        j.import_steps(&src("s", "claude-code"), &original, now()).unwrap();
+        let again = j.import_steps(&src("s", "claude-code"), &edited, now()).unwrap();
+        assert!(again.appended > 0 && again.existing < edited.len() as u64, "{what}: {again:?}");
+        let third = j.import_steps(&src("s", "claude-code"), &edited, now()).unwrap();
+        assert_eq!(third.appended, 0, "{what}: the edited file is journaled now");
+        assert_eq!(j.verify(None).unwrap().bad, vec![], "{what}");
+    }
+}
