@@ -261,4 +261,21 @@ fn journal_export_keeps_the_request_parameters_of_the_replayed_capture() {
     if later["history"] != sent["history"] {
         assert!(later["request"].get("bytes").is_none(), "{}", later["request"]);
     }
+    // A redaction keeps a message's hash and changes its bytes: the size as sent no longer holds.
+    let o = salvage(&[
+        "journal",
+        "redact",
+        &session,
+        "--at",
+        "1",
+        "--index",
+        "1",
+        "--whole",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let redacted = export(&["--at", "1"]);
+    assert!(redacted["request"].get("bytes").is_none(), "{}", redacted["request"]);
+    assert_eq!(redacted["request"]["fields"]["metadata"], extra["metadata"], "the rest of the request stays");
 }

@@ -125,8 +125,15 @@ impl Journal {
         })?;
         // The size of the body as sent holds for the history it was sent with, not for a later
         // (compacted, grown) one: an export of another history leaves it to be measured.
+        // Nor for the same messages once a redaction replaced one's stored content (its hash
+        // stays: the history compares equal, its bytes do not).
         if let (Some(r), Some(s)) = (capture.request.as_mut(), started) {
-            if s != at && self.history_hashes(session, s)? != self.history_hashes(session, at)? {
+            let now = self.history_hashes(session, at)?;
+            let mut redacted = false;
+            for h in &now {
+                redacted = redacted || crate::messages::is_redacted(self.conn(), h)?;
+            }
+            if redacted || (s != at && self.history_hashes(session, s)? != now) {
                 r.bytes = None;
             }
         }
