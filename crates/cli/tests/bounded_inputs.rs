@@ -143,6 +143,10 @@ fn every_reader_refuses_devices_fifos_and_endless_streams() {
         // A capture that is a FIFO or a device is named for what it is, not "no such file".
         refused(d, &["replay", node, "--no-journal"], None, &[node, kind, "not a capture file"]);
     }
+    // Inside a folder too.
+    std::fs::create_dir(d.join("folder")).unwrap();
+    assert!(Command::new("mkfifo").arg(d.join("folder/x.json")).status().unwrap().success());
+    refused(d, &["replay", "folder", "--no-journal"], None, &["x.json", "FIFO", "not a capture file"]);
     let zero = Path::new("/dev/zero");
     let over = ["<stdin>", "over the", "limit"];
     refused(d, &["classify"], Some(zero), &over);

@@ -202,3 +202,27 @@ fn from_auto_detects_and_imports_each_session_format() {
         assert_eq!(c["client"]["name"], client);
     }
 }
+
+/// Review (second pass): `journal prune --dry-run` and `report` on an empty database file wrote
+/// the schema into it; a command that only reads leaves the file as it is.
+#[test]
+fn dry_runs_and_reports_leave_an_empty_database_file_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("empty.db");
+    std::fs::write(&db, b"").unwrap();
+    let d = db.to_str().unwrap();
+    let html = dir.path().join("r.html");
+    for args in [
+        vec!["journal", "prune", "--title", "x", "--dry-run", "--db", d],
+        vec!["journal", "sessions", "--db", d],
+        vec!["report", "-o", html.to_str().unwrap(), "latest", "--db", d],
+    ] {
+        let _ = std::process::Command::new(env!("CARGO_BIN_EXE_salvage"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env_remove("SALVAGE_DB")
+            .output()
+            .unwrap();
+        assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "{args:?} wrote into the empty file");
+    }
+}

@@ -75,22 +75,35 @@ struct PrevCheck {
 pub fn read(file: &str, text: &str) -> Result<BTreeMap<String, serde_json::Value>, BaselineError> {
     let err = |problem: String| BaselineError { file: file.to_string(), problem };
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
-    let caps = v
-        .get("captures")
-        .and_then(|c| c.as_array())
-        .ok_or_else(|| err("captures: missing (expected the output of `salvage replay --json`)".into()))?;
+    let caps = match v.get("captures") {
+        Some(c) => c.as_array().ok_or_else(|| err("captures: not an array".into()))?,
+        None => return Err(err("captures: missing (expected the output of `salvage replay --json`)".into())),
+    };
     let mut out = BTreeMap::new();
+    let mut first_at: BTreeMap<String, usize> = BTreeMap::new();
     for (i, c) in caps.iter().enumerate() {
-        let id =
-            c.get("id").and_then(|x| x.as_str()).ok_or_else(|| err(format!("captures[{i}].id: missing")))?;
+        let id = match c.get("id") {
+            Some(x) => x.as_str().ok_or_else(|| err(format!("captures[{i}].id: not a string")))?,
+            None if c.is_object() => return Err(err(format!("captures[{i}].id: missing"))),
+            None => return Err(err(format!("captures[{i}]: not an object"))),
+        };
+        if let Some(j) = first_at.insert(id.to_string(), i) {
+            return Err(err(format!("captures[{i}].id: {id} is also captures[{j}] (one entry per capture)")));
+        }
         // Every field the comparison reads has its type, or the file is refused: an entry read
         // as "new" because one of its fields was wrong would hide that capture's regressions.
-        if let Err(e) = serde_path_to_error::deserialize::<_, Prev>(c) {
+        let prev = serde_path_to_error::deserialize::<_, Prev>(c).map_err(|e| {
             let at = match e.path().to_string().as_str() {
                 "." => format!("captures[{i}]"),
                 p => format!("captures[{i}].{p}"),
             };
-            return Err(err(format!("{at}: {} (capture {id})", e.inner())));
+            err(format!("{at}: {} (capture {id})", e.inner()))
+        })?;
+        if salvage_types::capture::Outcome::parse(&prev.outcome).is_none() {
+            return Err(err(format!(
+                "captures[{i}].outcome: unknown outcome {:?} (capture {id})",
+                prev.outcome
+            )));
         }
         out.insert(id.to_string(), c.clone());
     }
@@ -221,7 +234,7 @@ mod tests {
     fn a_wrong_typed_entry_is_refused_naming_its_field() {
         let good = r#"{"captures":[{"id":"a","outcome":"recovered","attempts":2,"request_bytes":[10,5]}]}"#;
         assert_eq!(read("prev.json", good).unwrap().len(), 1);
-        for (text, field) in [
+        let cases = [
             (r#"{"captures":[{"id":"a","outcome":"recovered","attempts":"2"}]}"#, "captures[0].attempts"),
             (
                 r#"{"captures":[{"id":"a","outcome":"recovered","request_bytes":[1,"x"]}]}"#,
@@ -232,12 +245,18 @@ mod tests {
                 r#"{"captures":[{"id":"a","outcome":"recovered","checks":[{"ok":"yes"}]}]}"#,
                 "captures[0].checks[0].ok",
             ),
-        ] {
+            (r#"{"captures":[{"id":"a","outcome":"weird"}]}"#, "captures[0].outcome: unknown outcome"),
+            (
+                r#"{"captures":[{"id":"a","outcome":"recovered"},{"id":"a","outcome":"exhausted"}]}"#,
+                "captures[1].id: a is also captures[0]",
+            ),
+            (r#"{"captures":{}}"#, "captures: not an array"),
+            (r#"{"captures":[{"id":7}]}"#, "captures[0].id: not a string"),
+            (r#"{"captures":[[]]}"#, "captures[0]: not an object"),
+        ];
+        for (text, field) in cases {
             let e = read("prev.json", text).unwrap_err().to_string();
-            assert!(
-                e.starts_with("prev.json: ") && e.contains(field) && e.contains("capture a"),
-                "{field}: {e}"
-            );
+            assert!(e.starts_with("prev.json: ") && e.contains(field), "{field}: {e}");
         }
     }
 }

@@ -77,7 +77,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
-            walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+            walk(p, &mut out)?;
         } else if p.is_file() {
             out.push(p.clone());
         } else {
@@ -98,15 +98,28 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> =
-        std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
             walk(&p, out)?;
         } else if p.extension().is_some_and(|e| e == "json") {
-            out.push(p);
+            // A `*.json` that is a FIFO or a device is named for what it is, as a path given
+            // on the command line is.
+            match std::fs::metadata(&p) {
+                Ok(m) if !m.is_file() => {
+                    return Err(format!(
+                        "{}: {}, not a capture file",
+                        p.display(),
+                        salvage_types::input::describe(&m.file_type())
+                    ))
+                }
+                _ => out.push(p),
+            }
         }
     }
     Ok(())

@@ -220,7 +220,8 @@ pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Ou
         | Sub::Redact { .. }
         | Sub::Checkpoint { .. }
         | Sub::Delete { .. }
-        | Sub::Prune { .. } => args.db.open_existing()?,
+        | Sub::Prune { dry_run: false, .. } => args.db.open_existing()?,
+        // A dry run only lists: it writes nothing, not even the schema into an empty file.
         _ => args.db.open_read()?,
     };
     let mut j = Journal::from_store(store);

@@ -25,7 +25,8 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Outcome {
-    let j = Journal::from_store(args.db.open_existing()?);
+    // A report reads the journal: the file is not changed.
+    let j = Journal::from_store(args.db.open_read()?);
     let mut rows = Vec::new();
     for s in &args.sessions {
         let id = j.resolve_session(s).map_err(Failure::input)?;
