@@ -188,3 +188,30 @@ fn claude_code_api_errors_are_the_failure_not_the_history() {
     assert_eq!(s.model, None, "a synthetic record names no model");
     assert_eq!(s.report.get("record:assistant").skipped.len(), 1);
 }
+
+/// Review (second pass): a line repeating a record (same uuid; a resumed session can write one
+/// again) was merged into its own response as a sibling: the history read "Ready\nReady".
+#[test]
+fn claude_code_a_repeated_record_is_read_once() {
+    let p = samples().join("claude-code/fixture-branch-and-compaction.jsonl");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[1].contains(r#""uuid":"a1""#));
+    // a1 again right after itself, at the end, and the last record again at the end.
+    let last = lines.len() - 1;
+    for (at, line) in [(2, 1), (lines.len(), 1), (lines.len(), last)] {
+        let mut repeated = lines.clone();
+        repeated.insert(at, lines[line]);
+        let s = read_str(Source::ClaudeCode, &(repeated.join("\n") + "\n"));
+        let all: Vec<String> =
+            s.steps.iter().flat_map(|st| texts(&timeline::fold(std::slice::from_ref(st)))).collect();
+        assert!(!all.iter().any(|t| t.contains("Ready\nReady")), "line {line} repeated at {at}: {all:?}");
+        let original = read_file(Source::ClaudeCode, &p);
+        assert_eq!(s.history(), original.history(), "line {line} repeated at {at}");
+        let at_compaction = |s: &salvage_wire::session::Session| {
+            let k = s.steps.iter().position(|st| matches!(st.change, Change::Compaction { .. })).unwrap();
+            texts(&timeline::fold(&s.steps[..k]))
+        };
+        assert_eq!(at_compaction(&s), at_compaction(&original), "line {line} repeated at {at}");
+    }
+}

@@ -67,7 +67,17 @@ pub(super) fn active_chain(
 /// chain, siblings then results, each in timestamp order (file order on ties).
 pub(super) fn recover_parallel(recs: &[Rec], chain: Vec<usize>, main: bool) -> Vec<usize> {
     let on: HashSet<usize> = chain.iter().copied().collect();
-    let eligible = |i: usize| recs.get(i).is_some_and(|r| r.side != main);
+    // A line repeating a record (same uuid) is that record, read once: the chain links to the
+    // last line of a uuid, and an earlier copy is no sibling of it.
+    let last_of: HashMap<&str, usize> =
+        recs.iter().enumerate().filter_map(|(i, r)| Some((r.uuid.as_deref()?, i))).collect();
+    let on_uuids: HashSet<&str> = chain.iter().filter_map(|&i| recs.get(i)?.uuid.as_deref()).collect();
+    let repeat = |i: usize, r: &Rec| {
+        r.uuid
+            .as_deref()
+            .is_some_and(|u| last_of.get(u) != Some(&i) || (!on.contains(&i) && on_uuids.contains(u)))
+    };
+    let eligible = |i: usize| recs.get(i).is_some_and(|r| r.side != main && !repeat(i, r));
     let mut members: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut results_of: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, r) in recs.iter().enumerate() {

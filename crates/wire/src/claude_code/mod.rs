@@ -106,7 +106,20 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     if !main_exists && recs.iter().any(Rec::is_participant) {
         report.note("every record is a sidechain record (a subagent transcript): read as the main history");
     }
-    let leaf = recs.iter().rposition(|r| r.is_participant() && (r.side != main_exists));
+    // A line repeating an earlier record (same uuid) is not where the conversation ended.
+    let mut first_of: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in recs.iter().enumerate() {
+        if let Some(u) = r.uuid.as_deref() {
+            first_of.entry(u).or_insert(i);
+        }
+    }
+    let repeat = |i: usize, r: &Rec| r.uuid.as_deref().is_some_and(|u| first_of.get(u) != Some(&i));
+    let leaf = recs
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(i, r)| r.is_participant() && (r.side != main_exists) && !repeat(*i, r))
+        .map(|(i, _)| i);
     let Some(leaf) = leaf else {
         return Err(cx.err(
             "(top level)",
