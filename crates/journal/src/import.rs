@@ -307,7 +307,7 @@ impl Journal {
         let mut history: History = salvage_types::timeline::fold(done);
         let mut ts = done.iter().rev().find_map(|s| parse_ts(s.ts.as_deref())).unwrap_or(first_ts);
         let mut batch: Vec<NewEvent> = Vec::new();
-        for (step, digest) in todo.iter().zip(&digests[k..]) {
+        for (step, digest) in todo.iter().zip(digests.iter().skip(k)) {
             if let Some(t) = parse_ts(step.ts.as_deref()) {
                 ts = t;
             }
