@@ -112,3 +112,31 @@ fn recall_refuses_a_blob_over_the_limit_before_reading_it() {
     assert!(err.contains("over the 4.0 KB limit (SALVAGE_MAX_RECALL)") && !err.contains("corrupt"), "{err}");
     assert!(o.stdout.is_empty());
 }
+
+/// Review (second pass): `ccr redact` of a blob that holds a journal message (a message over
+/// the inline size lives in CCR) cleared the message's only copy: the sessions holding it could
+/// no longer restore, the command said "recorded in 0 journal session(s)", and a later `journal
+/// redact` of the message failed. It is refused, pointing at `journal redact`.
+#[test]
+fn redacting_a_blob_that_holds_a_journal_message_is_refused_with_the_way_that_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus/giant-tool-result.json");
+    let o = salvage(dir.path(), &["replay", capture.to_str().unwrap(), "--db", "j.db"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("sqlite3")
+        .arg(dir.path().join("j.db"))
+        .arg("SELECT hex(ccr_key), hex(hash) FROM messages WHERE ccr_key IS NOT NULL LIMIT 1")
+        .output()
+        .expect("the sqlite3 tool is installed (CI installs it)");
+    let row = String::from_utf8(o.stdout).unwrap().trim().to_lowercase();
+    let (key, hash) = row.split_once('|').expect("the capture stores a message in CCR");
+    let o = salvage(dir.path(), &["ccr", "redact", key, "--db", "j.db"]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(hash) && err.contains("salvage journal redact"), "{err}");
+    // Nothing changed: the message still restores and the journal verifies.
+    let o = salvage(dir.path(), &["recall", &key[..16], "--db", "j.db"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(salvage(dir.path(), &["journal", "verify", "--db", "j.db"]).status.success());
+}
