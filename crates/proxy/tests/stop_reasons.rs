@@ -89,3 +89,42 @@ event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,
     assert_eq!(recorded(a, partial, true, Some(Cut::Client)), StopReason::Unrecorded);
     assert_eq!(recorded(a, partial, true, Some(Cut::Upstream("reset".into()))), StopReason::Unrecorded);
 }
+
+/// Left from the first review: an accepted response whose stream the upstream cut was captured
+/// as a failure without a status, which the classifier's EOF rule reads as a gateway rejecting
+/// the request's size (over 500 000 of history weight), so its replay climbed the ladder against
+/// a cap that never was. The client saw a 200 and then the cut: that is what is captured.
+#[test]
+fn a_stream_cut_after_acceptance_is_captured_with_its_status_not_as_a_size_rejection() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = "y".repeat(700_000);
+    let body = serde_json::json!({"model": "claude-x", "max_tokens": 8, "stream": true,
+        "messages": [{"role": "user", "content": big}]});
+    let mut journal = Journal::in_memory().expect("journal");
+    let mut t =
+        Turn::new(Api::AnthropicMessages, serde_json::to_vec(&body).expect("json").into(), Utc::now());
+    t.attempt_zero();
+    let mut a = Assembler::new(Api::AnthropicMessages, true);
+    a.feed(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n");
+    t.response = Some(a);
+    t.cut = Some(Cut::Upstream("connection reset by peer".into()));
+    let options =
+        WriterOptions { captures: Some(dir.path().join("c")), settings: Default::default(), keep: None };
+    let (session, _) = write_turn(&mut journal, &options, t).expect("written");
+    let class = journal
+        .events(&session, 0, 100)
+        .expect("events")
+        .into_iter()
+        .find_map(|e| match e.body {
+            EventBody::ProviderError { class, status, .. } => Some((class, status)),
+            _ => None,
+        })
+        .expect("the cut is journaled as a failure");
+    assert_eq!(class.1, Some(200), "{class:?}");
+    assert!(!class.0.recoverable(), "a cut after acceptance is no size rejection: {class:?}");
+    let file =
+        std::fs::read_dir(dir.path().join("c")).expect("captures").next().expect("one").expect("entry");
+    let capture: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file.path()).expect("read")).expect("json");
+    assert_eq!(capture["failure"]["status"], 200, "{}", capture["failure"]);
+}

@@ -191,7 +191,7 @@ fn record_failure(turn: &mut Turn, failure: Failure, history: &[Message]) {
     let c = classify(&FailureInput::new(failure.clone(), history_weight(history)));
     turn.step(
         EventBody::ProviderError {
-            status: None,
+            status: failure.status,
             message: failure.message.clone(),
             transport: failure.transport.clone(),
             rejected_bytes: None,
@@ -207,15 +207,23 @@ fn record_failure(turn: &mut Turn, failure: Failure, history: &[Message]) {
 }
 
 /// The events of the accepted response: a failure it carried, the acceptance of the request, the
-/// reply appended with its stop reason.
+/// reply appended with its stop reason. A failure after acceptance carries the status the client
+/// saw (the response's 200): without one, a transport phrase reads as a gateway that refused the
+/// request's size (the classifier's EOF rule), and the capture would replay a cap that never was.
 fn record_response(turn: &mut Turn, a: Assembled, history: &[Message]) {
+    const ACCEPTED: Option<u16> = Some(200);
     if let Some(err) = &a.stream_error {
-        record_failure(turn, Failure { message: err.clone(), ..Failure::default() }, history);
+        record_failure(
+            turn,
+            Failure { status: ACCEPTED, message: err.clone(), ..Failure::default() },
+            history,
+        );
     } else {
         turn.accepted(a.input_tokens);
     }
     if let Some(Cut::Upstream(e)) = turn.cut.clone() {
-        let failure = Failure { message: e.clone(), transport: Some(e), ..Failure::default() };
+        let failure =
+            Failure { status: ACCEPTED, message: e.clone(), transport: Some(e), ..Failure::default() };
         record_failure(turn, failure, history);
     }
     let stop = stop_reason(a.stop_reason.as_deref(), !a.message.tool_calls.is_empty());
