@@ -270,3 +270,18 @@ fn ccr_redaction_is_recorded_in_the_sessions_that_reference_the_blob() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("redacted"));
 }
+
+/// Left from the first review: a capture's invalid `CHATCLI_*` value was replaced by its default
+/// and said only in `--json`; the table a person reads said nothing.
+#[test]
+fn an_invalid_setting_of_a_capture_is_said_under_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(corpus().join("auth-401.json")).unwrap()).unwrap();
+    c["settings"]["CHATCLI_MAX_PAYLOAD"] = "abc".into();
+    std::fs::write(dir.path().join("bad-setting.json"), c.to_string()).unwrap();
+    let o = salvage(dir.path(), &["replay", "bad-setting.json", "--no-journal"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("invalid setting CHATCLI_MAX_PAYLOAD=\"abc\""), "{text}");
+    assert!(text.contains("no cap is set"), "the default that stood in is said: {text}");
+}

@@ -551,10 +551,17 @@ fn print_table(rows_in: &[Row], out: &mut Output) -> std::io::Result<()> {
                 // What `--bless` replaced, for review, beside anything still failing.
                 let blessed: Vec<&String> =
                     r.messages.iter().filter(|m| m.starts_with("blessed (was: ")).collect();
-                if r.passed() && blessed.is_empty() {
+                // A capture's setting the run could not use (its default stood in): said here,
+                // not only in --json, since it changes what the replay modeled.
+                let invalid: Vec<&String> =
+                    r.messages.iter().filter(|m| m.starts_with("⚠ invalid setting")).collect();
+                if r.passed() && blessed.is_empty() && invalid.is_empty() {
                     continue;
                 }
                 out.line(&format!("\n{} ({}):", escape(&r.id), escape(&r.file)))?;
+                for m in invalid {
+                    out.line(&format!("  {}", escape(m)))?;
+                }
                 for m in blessed {
                     out.line(&format!("  ↻ {}", escape(m)))?;
                 }
