@@ -139,4 +139,8 @@ fn redacting_a_blob_that_holds_a_journal_message_is_refused_with_the_way_that_wo
     let o = salvage(dir.path(), &["recall", &key[..16], "--db", "j.db"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(salvage(dir.path(), &["journal", "verify", "--db", "j.db"]).status.success());
+    // A dry run of gc reads through a read-only connection.
+    let o = salvage(dir.path(), &["ccr", "gc", "--max-age-days", "0", "--dry-run", "--db", "j.db"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("would evict"));
 }

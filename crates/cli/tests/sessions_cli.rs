@@ -214,6 +214,7 @@ fn dry_runs_and_reports_leave_an_empty_database_file_untouched() {
     let html = dir.path().join("r.html");
     for args in [
         vec!["journal", "prune", "--title", "x", "--dry-run", "--db", d],
+        vec!["ccr", "gc", "--max-age-days", "1", "--dry-run", "--db", d],
         vec!["journal", "sessions", "--db", d],
         vec!["report", "-o", html.to_str().unwrap(), "latest", "--db", d],
     ] {

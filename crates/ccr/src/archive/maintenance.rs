@@ -150,7 +150,15 @@ impl Ccr<'_> {
     pub fn gc(&self, policy: &Retention) -> Result<GcReport, CcrError> {
         let now = self.clock.now_ms();
         let grace_ms = i64::try_from(policy.grace.as_millis()).unwrap_or(i64::MAX);
-        self.write("gc", || {
+        // A dry run only reads: no write lock, and it works on a read-only connection.
+        let run = |f: &dyn Fn() -> Result<GcReport, CcrError>| {
+            if policy.dry_run {
+                self.read("gc", f)
+            } else {
+                self.write("gc", f)
+            }
+        };
+        run(&|| {
             let mut report = GcReport::default();
             let mut candidates: Vec<(i64, i64, i64)> = Vec::new(); // id, stored_len, last_access
             {

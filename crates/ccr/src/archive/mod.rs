@@ -109,6 +109,23 @@ impl<'c> Ccr<'c> {
         }
     }
 
+    /// Runs `f` in one read transaction (a consistent view, and no write lock: it works on a
+    /// read-only connection), unless a transaction is already open.
+    pub(crate) fn read<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce() -> Result<T, CcrError>,
+    ) -> Result<T, CcrError> {
+        if !self.conn.is_autocommit() {
+            return f();
+        }
+        self.conn.execute_batch("BEGIN DEFERRED").map_err(sql(op))?;
+        let out = f();
+        // A read transaction has nothing to keep: ending it cannot lose anything.
+        let _ = self.conn.execute_batch("COMMIT");
+        out
+    }
+
     /// Archives `bytes`: idempotent, keyed by BLAKE3 of the original.
     pub fn put(&self, bytes: &[u8]) -> Result<PutOutcome, CcrError> {
         self.put_prepared(&[(None, bytes)])?

@@ -153,7 +153,8 @@ fn retention(
 
 /// `ccr gc`.
 fn gc(db: &DbArgs, policy: &Retention, json: bool, clock: &dyn Clock, out: &mut Output) -> Outcome {
-    let store = db.open_existing()?;
+    // A dry run only counts what would go: it writes nothing, not even a schema into an empty file.
+    let store = if policy.dry_run { db.open_read()? } else { db.open_existing()? };
     let ccr = Ccr::new(store.conn(), clock);
     let r = ccr.gc(policy).map_err(|e| Failure::Problem(e.to_string()))?;
     if json {
