@@ -50,7 +50,7 @@ pub fn detect(bytes: &[u8]) -> Result<Detected, Unrecognized> {
     }
     match serde_json::from_str::<Value>(trimmed) {
         Ok(v) => detect_value(&v),
-        Err(_) => {
+        Err(whole) => {
             let lines: Vec<Value> = trimmed
                 .lines()
                 .filter(|l| !l.trim().is_empty())
@@ -60,7 +60,9 @@ pub fn detect(bytes: &[u8]) -> Result<Detected, Unrecognized> {
             if lines.len() >= 2 || (lines.len() == 1 && trimmed.lines().count() == 1) {
                 detect_jsonl(&lines)
             } else {
-                Err(Unrecognized { looks_like: "neither JSON nor JSON Lines".into() })
+                // Where the document stops being JSON (a number out of range, a lone surrogate,
+                // a stray byte): the one fact a person needs to fix the file.
+                Err(Unrecognized { looks_like: format!("neither JSON nor JSON Lines (as JSON: {whole})") })
             }
         }
     }
@@ -265,5 +267,10 @@ mod tests {
         assert!(e.contains("supported: openai"), "{e}");
         assert!(!e.contains('\n'));
         assert!(detect(b"hello\nworld").unwrap_err().to_string().starts_with("neither JSON nor JSON Lines"));
+        // Where a JSON document goes wrong is said, with its line and column.
+        let e = detect(b"{\"model\": \"m\",\n \"x\": 1.0e400}").unwrap_err().to_string();
+        assert!(e.contains("number out of range at line 2 column"), "{e}");
+        let e = detect(br#"{"messages": [{"role": "user", "content": "\ud800"}]}"#).unwrap_err().to_string();
+        assert!(e.contains("hex escape") && e.contains("line 1 column"), "{e}");
     }
 }
