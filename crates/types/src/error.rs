@@ -25,7 +25,7 @@ pub enum CaptureError {
         limit: u64,
     },
     /// Not a regular file (a FIFO, a device…) and the caller did not allow one.
-    #[error("{file}: {kind}, not a regular file: salvage reads regular files only (a pipe or device needs --allow-special)")]
+    #[error("{file}: {kind}, not a regular file: salvage reads regular files only")]
     NotRegular {
         /// The file.
         file: String,

@@ -182,10 +182,16 @@ fn read_bytes(args: &Args, env: &BTreeMap<String, String>) -> Result<(String, Ve
     let name =
         if args.file.as_os_str() == "-" { "<stdin>".to_string() } else { args.file.display().to_string() };
     let bytes = salvage_types::input::read_input(&args.file, limit, args.allow_special).map_err(|e| {
-        Failure::input(if args.file.as_os_str() == "-" {
-            e.to_string().replacen("-:", "<stdin>:", 1)
+        // Only import reads a pipe or device, and only when told to.
+        let hint = if matches!(e, salvage_types::CaptureError::NotRegular { .. }) {
+            " (give --allow-special to read a pipe or device)"
         } else {
-            e.to_string()
+            ""
+        };
+        Failure::input(if args.file.as_os_str() == "-" {
+            e.to_string().replacen("-:", "<stdin>:", 1) + hint
+        } else {
+            e.to_string() + hint
         })
     })?;
     Ok((name, bytes))
