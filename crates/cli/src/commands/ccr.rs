@@ -216,14 +216,22 @@ fn redact(db: &DbArgs, key: &str, clock: &dyn Clock, out: &mut Output) -> Outcom
         let pattern = format!("%{hex}%");
         let sessions: Vec<String> = store
             .conn()
-            .prepare("SELECT DISTINCT session_id FROM events WHERE CAST(delta AS TEXT) LIKE ?1 ORDER BY session_id LIMIT 3")
+            .prepare("SELECT DISTINCT session_id FROM events WHERE CAST(delta AS TEXT) LIKE ?1 ORDER BY session_id")
             .and_then(|mut st| st.query_map([&pattern], |r| r.get(0))?.collect())
             .map_err(|e| Failure::Problem(e.to_string()))?;
         let session = sessions.first().map_or("SESSION", String::as_str);
         return Err(Failure::Input(format!(
             "ccr:{}: holds journal message {hex} (session(s) {}); clearing it would leave them unable to restore: redact it with `salvage journal redact {} --message {hex}`",
             target.hex(),
-            if sessions.is_empty() { "none".to_string() } else { sessions.join(", ") },
+            match sessions.len() {
+                0 => "none".to_string(),
+                n if n <= 3 => sessions.join(", "),
+                n => format!(
+                    "{} and {} more",
+                    sessions.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+                    n.saturating_sub(3)
+                ),
+            },
             crate::terminal::escape(session)
         )));
     }

@@ -36,7 +36,7 @@ pub fn redact(
     chosen.sort_unstable();
     chosen.dedup();
     let current = j.messages_by_hash(session, head, &chosen).map_err(problem)?;
-    let copies = archived_copies(j, session, &current);
+    let before = current.clone();
     let (redactions, counts) = replacements(&chosen, current, whole);
     let body = salvage_types::event::EventBody::Redaction {
         keys: chosen.iter().map(|h| format!("message:{}", hex(h))).collect(),
@@ -44,8 +44,19 @@ pub fn redact(
     };
     let id = format!("redact-{session}-{}", now.timestamp_nanos_opt().unwrap_or(0));
     let a = j
-        .redact_messages(session, &redactions, salvage_journal::NewEvent::new(id, now, body))
+        .redact_messages(session, &redactions, salvage_journal::NewEvent::new(id, now, body.clone()))
         .map_err(problem)?;
+    // A message is stored once for every session that holds it: each of them records the
+    // redaction in its own chain, or its history would change with nothing in its log.
+    let others = sessions_holding(j, session, &chosen)?;
+    for other in &others {
+        let id = format!("redact-{other}-{}", now.timestamp_nanos_opt().unwrap_or(0));
+        j.append(other, None, vec![salvage_journal::NewEvent::new(id, now, body.clone())])
+            .map_err(problem)?;
+    }
+    // Copies the session's events archived, looked for after the redaction: the message's own
+    // blob is cleared by now and is no copy to clear.
+    let copies = archived_copies(j, session, &before);
     // The old page images stay in the write-ahead log until a checkpoint copies the zeroed pages
     // back and truncates it.
     let busy: i64 = j
@@ -59,6 +70,13 @@ pub fn redact(
         escape(session),
         salvage_wire::redact::describe(&counts)
     ))?;
+    if !others.is_empty() {
+        out.line(&format!(
+            "also recorded in {} other session(s) holding the same stored message(s): {}",
+            others.len(),
+            others.iter().map(|s| escape(s)).collect::<Vec<_>>().join(", ")
+        ))?;
+    }
     if !copies.is_empty() {
         // The journal's rows are cleared; copies the recovery archived (a transcript of dropped
         // messages, a cut message's original) are CCR blobs the session references.
@@ -71,6 +89,29 @@ pub fn redact(
         eprintln!("warning: another process holds the database open: the old bytes leave the write-ahead log at its next checkpoint");
     }
     Ok(())
+}
+
+/// The other sessions whose events insert one of the messages `chosen` (a history delta lists the
+/// hex hashes of the messages it inserts).
+fn sessions_holding(j: &Journal, session: &str, chosen: &[Hash]) -> Result<Vec<String>, Failure> {
+    let mut out: Vec<String> = Vec::new();
+    let mut st = j
+        .conn()
+        .prepare(
+            "SELECT DISTINCT session_id FROM events WHERE session_id <> ?1 AND CAST(delta AS TEXT) LIKE ?2",
+        )
+        .map_err(|e| Failure::Problem(e.to_string()))?;
+    for h in chosen {
+        let pattern = format!("%{}%", hex(h));
+        let rows = st
+            .query_map([session, pattern.as_str()], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
+            .map_err(|e| Failure::Problem(e.to_string()))?;
+        out.extend(rows);
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
 }
 
 /// The short keys of the CCR blobs the session references that hold the content of one of
