@@ -108,6 +108,7 @@ fn a_stream_cut_after_acceptance_is_captured_with_its_status_not_as_a_size_rejec
     a.feed(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n");
     t.response = Some(a);
     t.cut = Some(Cut::Upstream("connection reset by peer".into()));
+    t.accepted_status = Some(206);
     let options =
         WriterOptions { captures: Some(dir.path().join("c")), settings: Default::default(), keep: None };
     let (session, _) = write_turn(&mut journal, &options, t).expect("written");
@@ -120,11 +121,11 @@ fn a_stream_cut_after_acceptance_is_captured_with_its_status_not_as_a_size_rejec
             _ => None,
         })
         .expect("the cut is journaled as a failure");
-    assert_eq!(class.1, Some(200), "{class:?}");
+    assert_eq!(class.1, Some(206), "the status the client saw: {class:?}");
     assert!(!class.0.recoverable(), "a cut after acceptance is no size rejection: {class:?}");
     let file =
         std::fs::read_dir(dir.path().join("c")).expect("captures").next().expect("one").expect("entry");
     let capture: serde_json::Value =
         serde_json::from_slice(&std::fs::read(file.path()).expect("read")).expect("json");
-    assert_eq!(capture["failure"]["status"], 200, "{}", capture["failure"]);
+    assert_eq!(capture["failure"]["status"], 206, "{}", capture["failure"]);
 }

@@ -117,6 +117,9 @@ pub struct Turn {
     /// The sizes of the turn's later attempts (recovery's retries) the upstream rejected for
     /// their size: the capture models the tightest cap all its rejections show.
     pub rejected_retries: Vec<u64>,
+    /// The status of the response the upstream accepted the request with (what the client saw
+    /// before a failure that came after it).
+    pub accepted_status: Option<u16>,
 }
 
 /// How an accepted response broke off.
@@ -151,6 +154,7 @@ impl Turn {
             response: None,
             cut: None,
             rejected_retries: Vec::new(),
+            accepted_status: None,
         }
     }
 

@@ -208,14 +208,15 @@ fn record_failure(turn: &mut Turn, failure: Failure, history: &[Message]) {
 
 /// The events of the accepted response: a failure it carried, the acceptance of the request, the
 /// reply appended with its stop reason. A failure after acceptance carries the status the client
-/// saw (the response's 200): without one, a transport phrase reads as a gateway that refused the
-/// request's size (the classifier's EOF rule), and the capture would replay a cap that never was.
+/// saw (the accepted response's, 200 when a caller did not say): without one, a transport phrase
+/// reads as a gateway that refused the request's size (the classifier's EOF rule), and the
+/// capture would replay a cap that never was.
 fn record_response(turn: &mut Turn, a: Assembled, history: &[Message]) {
-    const ACCEPTED: Option<u16> = Some(200);
+    let accepted = Some(turn.accepted_status.unwrap_or(200));
     if let Some(err) = &a.stream_error {
         record_failure(
             turn,
-            Failure { status: ACCEPTED, message: err.clone(), ..Failure::default() },
+            Failure { status: accepted, message: err.clone(), ..Failure::default() },
             history,
         );
     } else {
@@ -223,7 +224,7 @@ fn record_response(turn: &mut Turn, a: Assembled, history: &[Message]) {
     }
     if let Some(Cut::Upstream(e)) = turn.cut.clone() {
         let failure =
-            Failure { status: ACCEPTED, message: e.clone(), transport: Some(e), ..Failure::default() };
+            Failure { status: accepted, message: e.clone(), transport: Some(e), ..Failure::default() };
         record_failure(turn, failure, history);
     }
     let stop = stop_reason(a.stop_reason.as_deref(), !a.message.tool_calls.is_empty());

@@ -211,6 +211,7 @@ impl Exchange {
         let header =
             |name| resp.headers().get(name).and_then(|v: &hyper::header::HeaderValue| v.to_str().ok());
         let sse = header(hyper::header::CONTENT_TYPE).is_some_and(|c| c.contains("text/event-stream"));
+        self.turn.accepted_status = Some(resp.status().as_u16());
         // The client gets the body as encoded; the parser reads a decoded copy (for the journal).
         self.turn.response =
             self.writer.as_ref().map(|_| match Coding::of(header(hyper::header::CONTENT_ENCODING)) {
