@@ -166,6 +166,17 @@ fn redacting_a_blob_that_holds_a_journal_message_is_refused_with_the_way_that_wo
         assert!(log.contains("redaction"), "{id}: {log}");
     }
     assert!(salvage(dir.path(), &["journal", "verify", "--db", "j.db"]).status.success());
+    // Two keys at once are said to be two, not a malformed one.
+    let o = salvage(
+        dir.path(),
+        &["ccr", "redact", &format!("ccr:{} ccr:0123456789abcdef", &key[..16]), "--db", "j.db"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("2 keys given"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // A dry run of gc reads through a read-only connection.
     let o = salvage(dir.path(), &["ccr", "gc", "--max-age-days", "0", "--dry-run", "--db", "j.db"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

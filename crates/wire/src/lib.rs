@@ -129,6 +129,7 @@ impl Source {
 
 /// Imports bytes of the given shape; `file` names the source in errors.
 pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, CaptureError> {
+    let bytes = without_bom(bytes);
     if source.is_session() {
         return read_session(source, bytes, file).map(|s| s.imported());
     }
@@ -140,7 +141,10 @@ pub fn import(source: Source, bytes: &[u8], file: &str) -> Result<Imported, Capt
 /// [`import`] of bytes it owns: a body is parsed once and its bytes are dropped before the
 /// history is built from the parsed tree, so an import never holds the file, its tree and the
 /// history at once (peak: the tree and the history, about twice the body).
-pub fn import_owned(source: Source, bytes: Vec<u8>, file: &str) -> Result<Imported, CaptureError> {
+pub fn import_owned(source: Source, mut bytes: Vec<u8>, file: &str) -> Result<Imported, CaptureError> {
+    if bytes.starts_with(BOM) {
+        bytes.drain(..BOM.len());
+    }
     if source.is_session() {
         return read_session(source, &bytes, file).map(|s| s.imported());
     }
@@ -158,6 +162,13 @@ pub fn import_owned(source: Source, bytes: Vec<u8>, file: &str) -> Result<Import
     imported
 }
 
+/// The UTF-8 byte-order mark some editors write first: detection skips it, and so does reading.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn without_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
+}
+
 /// From this many bytes, a body's size is counted on another thread while it is imported (and
 /// its parsed tree freed on another thread after).
 const COUNT_BESIDE_FROM: usize = 4 << 20;
@@ -172,6 +183,7 @@ fn set_value_budget(len: usize, used: usize) {
 /// Reads a client's session file: its steps as they happened, sidechains kept apart, and the
 /// accounting of every record. A request body source is refused (use [`import`]).
 pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session::Session, CaptureError> {
+    let bytes = without_bom(bytes);
     check_utf8(bytes, file)?;
     let used = salvage_types::input::check_json_shape(bytes, file)?;
     set_value_budget(bytes.len(), used);

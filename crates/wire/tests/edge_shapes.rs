@@ -121,3 +121,23 @@ fn edge_shapes_round_trip() {
         }
     }
 }
+
+/// Review (third pass): a file starting with a UTF-8 byte-order mark was detected (detection
+/// skips the mark) and then failed to parse ("expected value at line 1 column 1").
+#[test]
+fn a_byte_order_mark_is_skipped_by_every_reader() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    for (source, rel) in [
+        (Source::Anthropic, "requests/anthropic-agent-tools.json"),
+        (Source::ClaudeCode, "samples/claude-code/fixture-branch-and-compaction.jsonl"),
+    ] {
+        let plain = std::fs::read(root.join(rel)).unwrap();
+        let mut marked = b"\xEF\xBB\xBF".to_vec();
+        marked.extend_from_slice(&plain);
+        let a = import(source, &plain, rel).unwrap();
+        let b = import(source, &marked, rel).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert_eq!(a.history, b.history, "{rel}");
+        let c = salvage_wire::import_owned(source, marked, rel).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert_eq!(a.history, c.history, "{rel}");
+    }
+}

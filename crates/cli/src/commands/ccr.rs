@@ -195,11 +195,11 @@ fn put(db: &DbArgs, file: &std::path::Path, limit: u64, clock: &dyn Clock, out: 
 fn redact(db: &DbArgs, key: &str, clock: &dyn Clock, out: &mut Output) -> Outcome {
     let keys = salvage_ccr::recall::extract_keys(key);
     let [k] = keys.as_slice() else {
-        return Err(Failure::Input(format!(
-            "{}: {}",
-            crate::terminal::escape(key),
-            salvage_ccr::recall::MALFORMED
-        )));
+        return Err(Failure::Input(if keys.len() > 1 {
+            format!("{}: {} keys given; redact takes one at a time", crate::terminal::escape(key), keys.len())
+        } else {
+            format!("{}: {}", crate::terminal::escape(key), salvage_ccr::recall::MALFORMED)
+        }));
     };
     let store = db.open_existing()?;
     // A blob that holds a journal message is that message's only copy: clearing it here would
