@@ -284,4 +284,9 @@ fn an_invalid_setting_of_a_capture_is_said_under_the_table() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("invalid setting CHATCLI_MAX_PAYLOAD=\"abc\""), "{text}");
     assert!(text.contains("no cap is set"), "the default that stood in is said: {text}");
+    // And in the JUnit report a CI reads.
+    let o = salvage(dir.path(), &["replay", "bad-setting.json", "--no-journal", "--junit", "j.xml"]);
+    assert!(o.status.code().is_some());
+    let xml = std::fs::read_to_string(dir.path().join("j.xml")).unwrap();
+    assert!(xml.contains("invalid setting CHATCLI_MAX_PAYLOAD=&quot;abc&quot;"), "{xml}");
 }

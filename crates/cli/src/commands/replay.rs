@@ -415,11 +415,17 @@ fn junit_case(row: &Row) -> junit::Case {
             failures: failed_checks(r),
             error: None,
             output: format!(
-                "outcome {}, {} attempt(s), requests {:?} bytes{}",
+                "outcome {}, {} attempt(s), requests {:?} bytes{}{}",
                 r.outcome,
                 r.attempts,
                 r.request_bytes,
-                r.session.as_deref().map(|s| format!(", journal session {s}")).unwrap_or_default()
+                r.session.as_deref().map(|s| format!(", journal session {s}")).unwrap_or_default(),
+                // A setting of the capture the run could not use, as the table says it.
+                r.messages
+                    .iter()
+                    .filter(|m| m.starts_with("⚠ invalid setting"))
+                    .map(|m| format!("\n{m}"))
+                    .collect::<String>()
             ),
         },
         Row::Unreadable { id, file, error } => junit::Case {
