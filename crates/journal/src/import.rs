@@ -184,9 +184,7 @@ impl Journal {
     /// Whether event `seq` is `step` continuing event `last`: same kind, and the same messages
     /// (appended, or the whole history a compaction or rollback installs).
     fn holds(&self, session: &str, seq: u64, last: u64, step: &Step) -> Result<bool, JournalError> {
-        let Some(e) =
-            self.events(session, seq.saturating_sub(1), 1)?.into_iter().next().filter(|e| e.seq == seq)
-        else {
+        let Some(e) = self.event_at(session, seq)? else {
             return Ok(false);
         };
         let continues = |parent: Option<u64>| -> Result<bool, JournalError> {
@@ -195,9 +193,9 @@ impl Journal {
                 // After a branch change the next event continues the rewind to `last`. (Not any
                 // event with the same history: two branches can reach one history, as two
                 // compactions do, and then each step must stay on its own.)
-                Some(p) => self.events(session, p.saturating_sub(1), 1)?.first().is_some_and(|r| {
-                    r.seq == p && matches!(r.body, EventBody::Rewind { .. }) && r.parent == Some(last)
-                }),
+                Some(p) => self
+                    .event_at(session, p)?
+                    .is_some_and(|r| matches!(r.body, EventBody::Rewind { .. }) && r.parent == Some(last)),
                 None => false,
             })
         };
@@ -375,34 +373,26 @@ impl Journal {
     fn descends_from(&self, session: &str, seq: u64, ancestor: u64) -> Result<bool, JournalError> {
         let mut cur = Some(seq);
         while let Some(s) = cur.filter(|s| *s > ancestor) {
-            cur = self
-                .events(session, s.saturating_sub(1), 1)?
-                .into_iter()
-                .next()
-                .filter(|e| e.seq == s)
-                .and_then(|e| e.parent);
+            cur = self.event_at(session, s)?.and_then(|e| e.parent);
         }
         Ok(cur == Some(ancestor))
     }
 
     /// The latest event on the head's parent chain whose history is exactly `history`.
     fn earlier_state(&self, session: &str, history: &History) -> Result<Option<u64>, JournalError> {
-        let mut want = Vec::with_capacity(history.len());
-        for m in history {
-            want.push(crate::messages::message_hash(&crate::messages::message_json(m)?));
-        }
+        let want = hashes(history)?;
         let mut cur = Some(self.version(session)?);
         while let Some(seq) = cur {
             if self.state_at(session, seq)?.history == want {
                 return Ok(Some(seq));
             }
-            cur = self
-                .events(session, seq.saturating_sub(1), 1)?
-                .into_iter()
-                .next()
-                .filter(|e| e.seq == seq)
-                .and_then(|e| e.parent);
+            cur = self.event_at(session, seq)?.and_then(|e| e.parent);
         }
         Ok(None)
+    }
+
+    /// Event `seq` of the session, if it is stored.
+    fn event_at(&self, session: &str, seq: u64) -> Result<Option<crate::StoredEvent>, JournalError> {
+        Ok(self.events(session, seq.saturating_sub(1), 1)?.into_iter().next().filter(|e| e.seq == seq))
     }
 }

@@ -290,7 +290,7 @@ impl Walk<'_> {
             }
         }
         for (key, id) in links {
-            let hexkey: String = key.iter().map(|x| format!("{x:02x}")).collect();
+            let hexkey = salvage_types::CcrKey(key).hex();
             match id {
                 None => return Ok(Some(format!("referenced CCR blob {hexkey} does not resolve"))),
                 Some(id) if !self.held(id)? => {

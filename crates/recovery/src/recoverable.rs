@@ -105,7 +105,8 @@ pub fn lost(input: &[Message], output: &[Message], lookup: &dyn Fn(&str) -> Opti
             out.push(Lost {
                 index,
                 role: m.role.as_str().to_string(),
-                bytes: c.arguments.to_string().len(),
+                bytes: usize::try_from(salvage_types::weight::compact_json_len(&c.arguments))
+                    .unwrap_or(usize::MAX),
                 call: Some(format!("`{}` {}", c.name, c.id)),
             });
             continue;

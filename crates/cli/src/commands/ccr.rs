@@ -206,19 +206,16 @@ fn redact(db: &DbArgs, key: &str, clock: &dyn Clock, out: &mut Output) -> Outcom
     // leave every session holding the message unable to restore. `journal redact` replaces the
     // message's content instead and records it in the session's chain.
     let target = Ccr::new(store.conn(), clock).resolve(k).map_err(|e| Failure::Problem(e.to_string()))?;
-    let message: Option<Vec<u8>> = store
+    let message: Option<[u8; 32]> = store
         .conn()
         .prepare("SELECT hash FROM messages WHERE ccr_key = ?1 LIMIT 1")
         .and_then(|mut st| st.query_map([&target.0[..]], |r| r.get(0))?.next().transpose())
         .map_err(|e| Failure::Problem(e.to_string()))?;
+    let mut j = salvage_journal::Journal::from_store(store);
     if let Some(hash) = message {
-        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-        let pattern = format!("%{hex}%");
-        let sessions: Vec<String> = store
-            .conn()
-            .prepare("SELECT DISTINCT session_id FROM events WHERE CAST(delta AS TEXT) LIKE ?1 ORDER BY session_id")
-            .and_then(|mut st| st.query_map([&pattern], |r| r.get(0))?.collect())
-            .map_err(|e| Failure::Problem(e.to_string()))?;
+        let hex = salvage_types::CcrKey(hash).hex();
+        // No session is named "": every session holding the message.
+        let sessions = crate::commands::journal_redact::sessions_holding(&j, "", &[hash])?;
         let session = sessions.first().map_or("SESSION", String::as_str);
         return Err(Failure::Input(format!(
             "ccr:{}: holds journal message {hex} (session(s) {}); clearing it would leave them unable to restore: redact it with `salvage journal redact {} --message {hex}`",
@@ -235,9 +232,8 @@ fn redact(db: &DbArgs, key: &str, clock: &dyn Clock, out: &mut Output) -> Outcom
             crate::terminal::escape(session)
         )));
     }
-    let full = Ccr::new(store.conn(), clock).redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
+    let full = Ccr::new(j.conn(), clock).redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
     // Every journal session that references the blob records the redaction.
-    let mut j = salvage_journal::Journal::from_store(store);
     let sessions = j.sessions_referencing(&full).map_err(|e| Failure::Problem(e.to_string()))?;
     let now = crate::commands::now(clock);
     for s in &sessions {

@@ -91,9 +91,9 @@ pub fn redact(
     Ok(())
 }
 
-/// The other sessions whose events insert one of the messages `chosen` (a history delta lists the
-/// hex hashes of the messages it inserts).
-fn sessions_holding(j: &Journal, session: &str, chosen: &[Hash]) -> Result<Vec<String>, Failure> {
+/// The sessions (but `session`) whose events insert one of the messages `chosen` (a history delta
+/// lists the hex hashes of the messages it inserts).
+pub(crate) fn sessions_holding(j: &Journal, session: &str, chosen: &[Hash]) -> Result<Vec<String>, Failure> {
     let mut out: Vec<String> = Vec::new();
     let mut st = j
         .conn()
