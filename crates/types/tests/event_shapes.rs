@@ -210,3 +210,15 @@ fn unknown_kind_and_unknown_field_are_refused() {
     assert!(serde_json::from_str::<EventBody>(r#"{"kind":"teleport"}"#).is_err());
     assert!(serde_json::from_str::<EventBody>(r#"{"kind":"checkpoint","name":"x","extra":1}"#).is_err());
 }
+
+/// Found by the `events` fuzz target (fuzz/artifacts/events/crash-7d56d3d2…): a session start
+/// whose request part holds long decimal numbers read back as other numbers after one write,
+/// because serde_json's default float parsing is not correctly rounded. The workspace enables
+/// `float_roundtrip`, so a request's numbers survive the journal exactly.
+#[test]
+fn long_decimals_in_a_request_part_read_back_as_written() {
+    let data = include_bytes!("fuzz/events-float-roundtrip.json");
+    let e: EventBody = serde_json::from_slice(data).unwrap();
+    let again: EventBody = serde_json::from_slice(&serde_json::to_vec(&e).unwrap()).unwrap();
+    assert_eq!(again, e);
+}
