@@ -19,6 +19,6 @@ pub mod archive;
 pub mod recall;
 
 pub use archive::{
-    Ccr, CcrError, Clock, GcReport, PutOutcome, Retention, Stats, SystemClock, VerifyReport, FRAME,
+    Ccr, CcrError, Clock, GcReport, PutOutcome, Retention, Staged, Stats, SystemClock, VerifyReport, FRAME,
     PARALLEL_MIN,
 };

@@ -139,3 +139,52 @@ fn content_stored_under_a_wrong_key_is_never_returned() {
         assert_eq!(ccr.get(&kb.short()).unwrap(), b);
     });
 }
+
+/// Noise no compressor can shrink (stored raw).
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Staging (a writer compresses before it takes the write lock) stores what a put stores: a tiny
+/// original and an incompressible one raw, the rest compressed (one over a frame in frames), each
+/// read back whole under the caller's key; an original over the ceiling is refused at staging.
+#[test]
+fn staged_originals_are_stored_as_a_put_stores_them() {
+    with_ccr(|store, ccr| {
+        let items = [b"tiny".to_vec(), noise(20_000, 3), text(100_000, 4), text(3 * FRAME / 2, 5)];
+        let keyed: Vec<(CcrKey, Vec<u8>)> = items.iter().map(|b| (CcrKey::of(b), b.clone())).collect();
+        let staged = Ccr::stage_owned(keyed, salvage_ccr::archive::DEFAULT_MAX_BLOB_BYTES).unwrap();
+        assert_eq!(staged.len(), 4);
+        let out = ccr.put_staged(&staged).unwrap();
+        let codecs: Vec<i64> = items
+            .iter()
+            .zip(&out)
+            .map(|(b, o)| {
+                assert_eq!(o.key, CcrKey::of(b), "the caller's key");
+                assert!(o.inserted);
+                assert_eq!(ccr.get(&o.key.hex()).unwrap(), *b, "read back whole");
+                stored(store, &o.key).0
+            })
+            .collect();
+        assert_eq!(codecs, vec![0, 0, 1, 1], "raw, raw, zstd, zstd");
+        let big = vec![(CcrKey::of(b"0123456789"), b"0123456789".to_vec())];
+        match Ccr::stage_owned(big, 9) {
+            Err(CcrError::TooLarge { len: 10, limit: 9, .. }) => {}
+            other => panic!("an original over the ceiling was staged: {:?}", other.map(|s| s.len())),
+        }
+        // The ceiling of the handle that inserts holds too.
+        let small = [(CcrKey::of(&items[2]), items[2].clone())];
+        let staged = Ccr::stage_keyed(&small, salvage_ccr::archive::DEFAULT_MAX_BLOB_BYTES).unwrap();
+        let clock = FixedClock::at_ms(2_000);
+        let strict = Ccr::new(store.conn(), &clock).with_max_blob_bytes(1_000);
+        assert!(matches!(strict.put_staged(&staged), Err(CcrError::TooLarge { .. })));
+    });
+}

@@ -5,7 +5,7 @@ use crate::error::{i, sql, stored_hash, stored_u64, JournalError};
 use crate::event::{rfc3339, Appended, HistoryChange, NewEvent, Parent};
 use crate::fresh::Fresh;
 use crate::hash_chain;
-use crate::messages::{any_redacted, is_redacted, store_message, CCR_OWNER};
+use crate::messages::{any_redacted, is_redacted, stage_message, store_staged, CCR_OWNER};
 use crate::open::Journal;
 use crate::redact::redact_message;
 use crate::restore::{event_depth, fold, snapshot_interval};
@@ -141,43 +141,172 @@ fn parent_state(
 /// An event's history splice: the delta as stored, and the hashes it inserts.
 type Splice = Option<(Delta, Vec<MsgHash>)>;
 
-/// Stores an event's new messages and returns its history splice against `state`. Each message
-/// is dropped once stored, so the event's history and its stored JSON are never both whole in
-/// memory. The JSON of each message goes into `fresh`, for the next snapshot: a message this call
-/// stored, and one stored before unless a redaction may have replaced its row (`redactions`: the
-/// file records any; the transaction holds the write lock, so none happens meanwhile). Otherwise
-/// the stored row holds exactly these bytes (they hash to its key), and reading them back would
+/// What a batch stages of its messages' JSON at most ([`Staged`]): as much as [`Fresh`] keeps
+/// for a snapshot. The messages past it (a long history, a session's start) are serialized
+/// under the turn as they are stored, so a history and its JSON are never both whole in memory.
+const STAGE_BUDGET: usize = 4 << 20;
+
+/// An event's messages: the first ones staged ([`stage_message`]: hash and JSON), the rest
+/// still messages, in order.
+struct Messages {
+    staged: Vec<(MsgHash, Vec<u8>)>,
+    rest: Rest,
+}
+
+/// The messages of an event past the staging budget.
+enum Rest {
+    /// Owned by the event: each is dropped once serialized.
+    Owned(std::vec::IntoIter<Message>),
+    /// Shared with the writer, from this index on.
+    Shared(std::sync::Arc<Vec<Message>>, usize),
+}
+
+impl Messages {
+    /// Stages messages while `budget` lasts (each message dropped once serialized, when the
+    /// event owns it), and keeps the rest.
+    fn stage(msgs: Source, budget: &mut usize) -> Result<Messages, JournalError> {
+        let mut staged = Vec::new();
+        let mut take = |m: &Message, budget: &mut usize| -> Result<(), JournalError> {
+            let (hash, json) = stage_message(m)?;
+            *budget = budget.saturating_sub(json.len());
+            staged.push((hash, json));
+            Ok(())
+        };
+        let rest = match msgs {
+            Source::Owned(v) => {
+                let mut it = v.into_iter();
+                while *budget > 0 {
+                    let Some(m) = it.next() else { break };
+                    take(&m, budget)?;
+                }
+                Rest::Owned(it)
+            }
+            Source::Shared(v) => {
+                let mut at = 0;
+                while *budget > 0 {
+                    let Some(m) = v.get(at) else { break };
+                    take(m, budget)?;
+                    at = at.saturating_add(1);
+                }
+                Rest::Shared(v, at)
+            }
+        };
+        Ok(Messages { staged, rest })
+    }
+
+    /// Hands `each` every message as stored (hash and JSON), in order: the staged ones, then
+    /// the rest serialized one at a time.
+    fn each(
+        self,
+        mut each: impl FnMut((MsgHash, Vec<u8>)) -> Result<MsgHash, JournalError>,
+    ) -> Result<Vec<MsgHash>, JournalError> {
+        let mut hashes = Vec::with_capacity(self.staged.len());
+        for item in self.staged {
+            hashes.push(each(item)?);
+        }
+        match self.rest {
+            Rest::Owned(it) => {
+                for m in it {
+                    hashes.push(each(stage_message(&m)?)?);
+                }
+            }
+            Rest::Shared(v, at) => {
+                for m in v.get(at..).unwrap_or_default() {
+                    hashes.push(each(stage_message(m)?)?);
+                }
+            }
+        }
+        Ok(hashes)
+    }
+}
+
+/// Messages as an event carries them.
+enum Source {
+    Owned(Vec<Message>),
+    Shared(std::sync::Arc<Vec<Message>>),
+}
+
+/// An event's history change, staged.
+enum StagedHistory {
+    /// The event does not change the history.
+    None,
+    /// Messages appended at the end.
+    Append(Messages),
+    /// The whole history is now these.
+    Set(Messages),
+}
+
+/// The work of an event that needs no connection, done before the append takes its write
+/// turn, so another writer of the file does not wait for it: its messages serialized and
+/// hashed (within [`STAGE_BUDGET`]), its body serialized, its originals compressed. Under the
+/// turn run the SQL, the snapshot (which reads what is stored) and the messages past the budget.
+struct Staged {
+    history: StagedHistory,
+    body: Vec<u8>,
+    archive: salvage_ccr::Staged<'static>,
+}
+
+/// Stages an event's history while `budget` lasts.
+fn stage_history(h: HistoryChange, budget: &mut usize) -> Result<StagedHistory, JournalError> {
+    Ok(match h {
+        HistoryChange::None => StagedHistory::None,
+        HistoryChange::Append(msgs) if msgs.is_empty() => StagedHistory::None,
+        HistoryChange::AppendShared(msgs) if msgs.is_empty() => StagedHistory::None,
+        HistoryChange::Append(msgs) => StagedHistory::Append(Messages::stage(Source::Owned(msgs), budget)?),
+        HistoryChange::AppendShared(msgs) => {
+            StagedHistory::Append(Messages::stage(Source::Shared(msgs), budget)?)
+        }
+        HistoryChange::Set(msgs) => StagedHistory::Set(Messages::stage(Source::Owned(msgs), budget)?),
+    })
+}
+
+/// Stages every event of a batch ([`Staged`]). The originals leave the events (a failed append
+/// keeps only what recognises a retry: ids, times, bodies); each one compressed is dropped once
+/// compressed, and its stored form once inserted.
+fn stage(events: &mut [NewEvent]) -> Result<Vec<Staged>, JournalError> {
+    let mut budget = STAGE_BUDGET;
+    events
+        .iter_mut()
+        .map(|e| {
+            Ok(Staged {
+                history: stage_history(std::mem::take(&mut e.history), &mut budget)?,
+                body: serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?,
+                archive: Ccr::stage_owned(
+                    std::mem::take(&mut e.archive),
+                    salvage_ccr::archive::DEFAULT_MAX_BLOB_BYTES,
+                )
+                .map_err(|x| JournalError::Invalid(x.to_string()))?,
+            })
+        })
+        .collect()
+}
+
+/// Stores an event's staged messages and returns its history splice against `state`. The JSON
+/// of each message goes into `fresh`, for the next snapshot: a message this call stored, and
+/// one stored before unless a redaction may have replaced its row (`redactions`: the file
+/// records any; the transaction holds the write lock, so none happens meanwhile). Otherwise the
+/// stored row holds exactly these bytes (they hash to its key), and reading them back would
 /// only cost.
 fn store_history(
     tx: &Connection,
     clock: &dyn Clock,
     state: &State,
-    h: HistoryChange,
+    h: StagedHistory,
     fresh: &mut Fresh,
     redactions: bool,
 ) -> Result<Splice, JournalError> {
-    let mut store = |m: &Message| -> Result<MsgHash, JournalError> {
-        let (hash, json, stored) = store_message(tx, clock, m)?;
+    let mut store = |(hash, json): (MsgHash, Vec<u8>)| -> Result<MsgHash, JournalError> {
+        let stored = store_staged(tx, clock, &hash, &json)?;
         if stored || !redactions || !is_redacted(tx, &hash)? {
             fresh.keep(hash, json);
         }
         Ok(hash)
     };
     match h {
-        HistoryChange::None => Ok(None),
-        HistoryChange::Append(msgs) if msgs.is_empty() => Ok(None),
-        HistoryChange::AppendShared(msgs) if msgs.is_empty() => Ok(None),
-        HistoryChange::Append(msgs) => {
-            // Each message is dropped as soon as it is stored.
-            let hashes: Vec<MsgHash> = msgs.into_iter().map(|m| store(&m)).collect::<Result<_, _>>()?;
-            Ok(Some(appended(state, hashes)))
-        }
-        HistoryChange::AppendShared(msgs) => {
-            let hashes: Vec<MsgHash> = msgs.iter().map(&mut store).collect::<Result<_, _>>()?;
-            Ok(Some(appended(state, hashes)))
-        }
-        HistoryChange::Set(msgs) => {
-            let hashes: Vec<MsgHash> = msgs.into_iter().map(|m| store(&m)).collect::<Result<_, _>>()?;
+        StagedHistory::None => Ok(None),
+        StagedHistory::Append(msgs) => Ok(Some(appended(state, msgs.each(&mut store)?))),
+        StagedHistory::Set(msgs) => {
+            let hashes = msgs.each(&mut store)?;
             Ok(diff(&state.history, &hashes).map(|d| {
                 // diff inserts new[at..at + insert.len()].
                 let inserted =
@@ -244,23 +373,23 @@ fn insert_event(
     })
 }
 
-/// Archives the event's originals and records every blob it references.
+/// Archives the event's staged originals and records every blob it references.
 fn link_blobs(
     tx: &Connection,
     clock: &dyn Clock,
     session: &str,
     seq: u64,
     e: &NewEvent,
+    archive: &salvage_ccr::Staged<'_>,
 ) -> Result<(), JournalError> {
-    if e.blobs.is_empty() && e.archive.is_empty() {
+    if e.blobs.is_empty() && archive.is_empty() {
         return Ok(());
     }
     let ccr = Ccr::new(tx, clock);
     let ccr_err = |x: salvage_ccr::CcrError| JournalError::Invalid(x.to_string());
     let mut keys = e.blobs.clone();
-    // One call for all of them: CCR compresses them on every core before inserting, and does
-    // not hash them again (their keys came with them).
-    for k in ccr.put_all_keyed(&e.archive).map_err(ccr_err)?.into_iter().map(|p| p.key) {
+    // Compressed before the write turn ([`stage`]), with the keys that came with them.
+    for k in ccr.put_staged(archive).map_err(ccr_err)?.into_iter().map(|p| p.key) {
         if !keys.contains(&k) {
             keys.push(k);
         }
@@ -324,20 +453,14 @@ fn append_one(
     clock: &dyn Clock,
     session: &str,
     cursor: &mut Cursor,
-    e: &mut NewEvent,
+    e: &NewEvent,
+    staged: Staged,
 ) -> Result<Appended, JournalError> {
     let seq = next(session, cursor.seq)?;
     let (parent, mut state, depth) = parent_state(tx, session, seq, e.parent, &mut cursor.state)?;
-    let (delta, inserted) = store_history(
-        tx,
-        clock,
-        &state,
-        std::mem::take(&mut e.history),
-        &mut cursor.fresh,
-        cursor.redactions,
-    )?
-    .unzip();
-    let body = serde_json::to_vec(&e.body).map_err(|x| JournalError::Invalid(x.to_string()))?;
+    let (delta, inserted) =
+        store_history(tx, clock, &state, staged.history, &mut cursor.fresh, cursor.redactions)?.unzip();
+    let body = staged.body;
     let delta_bytes = delta
         .as_ref()
         .map(serde_json::to_vec)
@@ -346,7 +469,7 @@ fn append_one(
     let ts = rfc3339(&e.ts);
     state.apply_inserted(session, seq, parent, &e.body, delta.as_ref().zip(inserted))?;
     let snap = maybe_snapshot(tx, session, seq, depth, &state, &mut cursor.last, &mut cursor.fresh)?;
-    let keys: Vec<[u8; 32]> = e.blobs.iter().chain(e.archive.iter().map(|(k, _)| k)).map(|k| k.0).collect();
+    let keys: Vec<[u8; 32]> = e.blobs.iter().map(|k| k.0).chain(staged.archive.keys().map(|k| k.0)).collect();
     let blobs = if cursor.vouch_blobs { hash_chain::blobs_digest(&keys) } else { None };
     let row = hash_chain::Row {
         session,
@@ -364,10 +487,9 @@ fn append_one(
     };
     let hash = hash_chain::link(&cursor.prev_hash, &row);
     insert_event(tx, &row, &cursor.prev_hash, &hash)?;
-    link_blobs(tx, clock, session, seq, e)?;
-    // Its originals are archived: not held while the rest of the batch appends (a failed append
-    // keeps only what recognises a retry: ids, times, bodies).
-    drop(std::mem::take(&mut e.archive));
+    link_blobs(tx, clock, session, seq, e, &staged.archive)?;
+    // Their compressed forms are stored: not held while the rest of the batch appends.
+    drop(staged.archive);
     if let Some(w) = &snap {
         snapshot::write(tx, session, seq, w)?;
     }
@@ -508,6 +630,8 @@ impl Journal {
         let last = self.snapshots.remove(session).filter(|_| matches!(what, Begin::Existing));
         let carried = Fresh::take_for(&mut self.fresh, session).filter(|_| matches!(what, Begin::Existing));
         let clock = self.clock.clone();
+        // Every event's work that needs no connection is done before the write turn.
+        let staged = stage(events)?;
         let tx = WriteTx::begin(&self.store)?;
         let first = events.first().ok_or_else(|| JournalError::Invalid("no event to append".into()))?;
         begin(&tx, clock.as_ref(), session, what, first)?;
@@ -535,8 +659,8 @@ impl Journal {
             vouch_blobs: self.vouch_blobs,
         };
         let mut appended = Vec::with_capacity(events.len());
-        for e in events.iter_mut() {
-            appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e)?);
+        for (e, staged) in events.iter().zip(staged) {
+            appended.push(append_one(&tx, clock.as_ref(), session, &mut cursor, e, staged)?);
         }
         tx.prepare_cached("UPDATE sessions SET head_seq = ?1, head_hash = ?2 WHERE id = ?3")
             .and_then(|mut st| st.execute(params![i(cursor.seq), &cursor.prev_hash[..], session]))

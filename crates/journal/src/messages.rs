@@ -29,37 +29,52 @@ pub(crate) fn message_json(m: &Message) -> Result<Vec<u8>, JournalError> {
     serde_json::to_vec(m).map_err(|e| JournalError::Invalid(e.to_string()))
 }
 
-/// Stores a message (once per distinct content): its hash, its JSON, and whether this call stored
-/// it (`false` when the content was stored before: it may have been redacted since, so unless
+/// A message as it is stored: its hash and its JSON, made before the write turn (both are pure
+/// work on the message: another writer of the file need not wait for them).
+pub(crate) fn stage_message(m: &Message) -> Result<(MsgHash, Vec<u8>), JournalError> {
+    let json = message_json(m)?;
+    Ok((message_hash(&json), json))
+}
+
+/// Stores a staged message (once per distinct content) and says whether this call stored it
+/// (`false` when the content was stored before: it may have been redacted since, so unless
 /// [`is_redacted`] says otherwise the stored row holds these very bytes, which hash to its key).
-pub(crate) fn store_message(
+/// `hash` is the BLAKE3 of `json` ([`stage_message`]); a large message goes to CCR under that
+/// same key, not hashed again.
+pub(crate) fn store_staged(
     conn: &Connection,
     clock: &dyn Clock,
-    m: &Message,
-) -> Result<(MsgHash, Vec<u8>, bool), JournalError> {
-    let json = message_json(m)?;
-    let hash = message_hash(&json);
+    hash: &MsgHash,
+    json: &[u8],
+) -> Result<bool, JournalError> {
     if json.len() <= LARGE_MESSAGE {
         let stored = conn
             .prepare_cached("INSERT OR IGNORE INTO messages (hash, body, ccr_key) VALUES (?1, ?2, NULL)")
             .and_then(|mut st| st.execute(params![&hash[..], json]))
             .map_err(sql("store message"))?;
-        return Ok((hash, json, stored == 1));
+        return Ok(stored == 1);
     }
     let exists = conn
         .prepare_cached("SELECT 1 FROM messages WHERE hash = ?1")
         .and_then(|mut st| st.exists([&hash[..]]))
         .map_err(sql("store message"))?;
     if exists {
-        return Ok((hash, json, false));
+        return Ok(false);
     }
     let ccr = Ccr::new(conn, clock);
-    let key = ccr.put(&json).map_err(|e| JournalError::Invalid(e.to_string()))?.key;
-    ccr.reference(&key, CCR_OWNER).map_err(|e| JournalError::Invalid(e.to_string()))?;
+    let err = |e: salvage_ccr::CcrError| JournalError::Invalid(e.to_string());
+    // A message's hash is BLAKE3 of its JSON, which is its CCR key.
+    let key = ccr
+        .put_all_keyed(&[(CcrKey(*hash), json)])
+        .map_err(err)?
+        .pop()
+        .ok_or_else(|| JournalError::Invalid("store message: nothing archived".into()))?
+        .key;
+    ccr.reference(&key, CCR_OWNER).map_err(err)?;
     conn.prepare_cached("INSERT INTO messages (hash, body, ccr_key) VALUES (?1, NULL, ?2)")
         .and_then(|mut st| st.execute(params![&hash[..], &key.0[..]]))
         .map_err(sql("store message"))?;
-    Ok((hash, json, true))
+    Ok(true)
 }
 
 /// True when `salvage journal redact` replaced the content of any message of the file.

@@ -20,6 +20,7 @@
 use super::codec::{compress, CODEC_RAW, CODEC_ZSTD, TINY};
 use super::CcrError;
 use salvage_types::ccr_key::CcrKey;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -28,18 +29,40 @@ pub const FRAME: usize = 1 << 20;
 /// Below this many bytes in all, a put does its work on the calling thread.
 pub const PARALLEL_MIN: usize = 256 << 10;
 
-/// An original ready to insert: its key and its stored form.
+/// An original ready to insert: its key, its length and its stored form (compressed, or the
+/// original itself when stored raw: borrowed, or owned when the caller gave it up).
 pub(super) struct Prepared<'b> {
     pub key: CcrKey,
-    pub bytes: &'b [u8],
+    pub raw_len: usize,
     pub codec: i64,
-    stored: Option<Vec<u8>>,
+    data: Cow<'b, [u8]>,
 }
 
-impl Prepared<'_> {
-    /// The bytes the row stores (compressed, or the original when stored raw).
+impl<'b> Prepared<'b> {
+    /// The bytes the row stores.
     pub fn data(&self) -> &[u8] {
-        self.stored.as_deref().unwrap_or(self.bytes)
+        &self.data
+    }
+
+    /// The same without borrowing: a compressed form is kept (it is owned already); a raw one
+    /// is left empty until [`Prepared::attach`] gives its original back.
+    pub fn detach(self) -> Prepared<'static> {
+        let data = match self.codec {
+            CODEC_RAW => Cow::Owned(Vec::new()),
+            _ => Cow::Owned(self.data.into_owned()),
+        };
+        Prepared { key: self.key, raw_len: self.raw_len, codec: self.codec, data }
+    }
+}
+
+impl Prepared<'static> {
+    /// Gives a detached original back its bytes (`original`, these very bytes, which the
+    /// caller gives up): kept when stored raw, dropped when compressed.
+    pub fn attach(mut self, original: Vec<u8>) -> Prepared<'static> {
+        if self.codec == CODEC_RAW {
+            self.data = Cow::Owned(original);
+        }
+        self
     }
 }
 
@@ -164,7 +187,7 @@ fn finish<'b>(
         (None, None) => return Err(poisoned()),
     };
     if bytes.len() < TINY {
-        return Ok(Prepared { key, bytes, codec: CODEC_RAW, stored: None });
+        return Ok(Prepared { key, raw_len: bytes.len(), codec: CODEC_RAW, data: Cow::Borrowed(bytes) });
     }
     let mut parts: Vec<Vec<u8>> =
         frames.into_iter().map(|f| f.ok_or_else(poisoned)).collect::<Result<_, _>>()?;
@@ -176,8 +199,8 @@ fn finish<'b>(
         z
     };
     if z.len() < bytes.len().saturating_sub(bytes.len() / 32) {
-        Ok(Prepared { key, bytes, codec: CODEC_ZSTD, stored: Some(z) })
+        Ok(Prepared { key, raw_len: bytes.len(), codec: CODEC_ZSTD, data: Cow::Owned(z) })
     } else {
-        Ok(Prepared { key, bytes, codec: CODEC_RAW, stored: None })
+        Ok(Prepared { key, raw_len: bytes.len(), codec: CODEC_RAW, data: Cow::Borrowed(bytes) })
     }
 }

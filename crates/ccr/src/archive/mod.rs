@@ -76,6 +76,43 @@ pub struct Ccr<'c> {
     max_blob_bytes: u64,
 }
 
+/// Originals hashed and compressed, ready for [`Ccr::put_staged`] ([`Ccr::stage_keyed`]).
+pub struct Staged<'b>(Vec<Prepared<'b>>);
+
+impl Staged<'_> {
+    /// How many originals it holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The keys of the originals, in order.
+    pub fn keys(&self) -> impl Iterator<Item = CcrKey> + '_ {
+        self.0.iter().map(|p| p.key)
+    }
+}
+
+/// Refuses an original larger than `limit`.
+fn check_sizes(lens: impl Iterator<Item = usize>, limit: u64) -> Result<(), CcrError> {
+    for len in lens {
+        let len = len as u64;
+        if len > limit {
+            return Err(CcrError::TooLarge { key: "put".into(), len, limit });
+        }
+    }
+    Ok(())
+}
+
+/// Checks the sizes, then hashes (where no key came) and compresses.
+fn stage<'b>(items: &[(Option<CcrKey>, &'b [u8])], limit: u64) -> Result<Staged<'b>, CcrError> {
+    check_sizes(items.iter().map(|(_, b)| b.len()), limit)?;
+    encode::prepare(items).map(Staged)
+}
+
 impl<'c> Ccr<'c> {
     /// A handle with the default ceiling.
     pub fn new(conn: &'c Connection, clock: &'c dyn Clock) -> Ccr<'c> {
@@ -149,20 +186,42 @@ impl<'c> Ccr<'c> {
     }
 
     fn put_prepared(&self, items: &[(Option<CcrKey>, &[u8])]) -> Result<Vec<PutOutcome>, CcrError> {
-        for (_, bytes) in items {
-            let raw_len = bytes.len() as u64;
-            if raw_len > self.max_blob_bytes {
-                return Err(CcrError::TooLarge {
-                    key: "put".into(),
-                    len: raw_len,
-                    limit: self.max_blob_bytes,
-                });
-            }
-        }
         // Compress before taking the write lock, so concurrent writers hold it briefly.
-        let prepared = encode::prepare(items)?;
+        let staged = stage(items, self.max_blob_bytes)?;
+        self.put_staged(&staged)
+    }
+
+    /// Inserts originals [`Ccr::stage_keyed`] hashed and compressed, in one transaction (the
+    /// caller's when it holds one); the outcomes are in input order.
+    pub fn put_staged(&self, staged: &Staged<'_>) -> Result<Vec<PutOutcome>, CcrError> {
+        check_sizes(staged.0.iter().map(|p| p.raw_len), self.max_blob_bytes)?;
         let now = self.clock.now_ms();
-        self.write("put", || prepared.iter().map(|p| self.insert(p, now)).collect())
+        self.write("put", || staged.0.iter().map(|p| self.insert(p, now)).collect())
+    }
+
+    /// [`Ccr::stage_keyed`] of originals the caller gives up: each compressed original is
+    /// dropped as soon as it is compressed (only its stored form is held until the insert), and
+    /// one stored raw is kept as it is, not copied.
+    pub fn stage_owned(
+        items: Vec<(CcrKey, Vec<u8>)>,
+        max_blob_bytes: u64,
+    ) -> Result<Staged<'static>, CcrError> {
+        let detached: Vec<Prepared<'static>> =
+            Ccr::stage_keyed(&items, max_blob_bytes)?.0.into_iter().map(Prepared::detach).collect();
+        Ok(Staged(detached.into_iter().zip(items).map(|(p, (_, original))| p.attach(original)).collect()))
+    }
+
+    /// The work of a [`Ccr::put_all_keyed`] that needs no connection: each original compressed
+    /// (on every core), with the key that came with it. A writer stages before it takes the
+    /// write lock and inserts with [`Ccr::put_staged`] under it, so another writer of the same
+    /// file does not wait for the compression. Originals over `max_blob_bytes` are refused here
+    /// already, before any work.
+    pub fn stage_keyed<B: AsRef<[u8]>>(
+        items: &[(CcrKey, B)],
+        max_blob_bytes: u64,
+    ) -> Result<Staged<'_>, CcrError> {
+        let items: Vec<(Option<CcrKey>, &[u8])> = items.iter().map(|(k, b)| (Some(*k), b.as_ref())).collect();
+        stage(&items, max_blob_bytes)
     }
 
     fn insert(&self, p: &Prepared<'_>, now: i64) -> Result<PutOutcome, CcrError> {
@@ -180,7 +239,7 @@ impl<'c> Ccr<'c> {
                     &key.0[..],
                     short,
                     p.codec,
-                    i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
+                    i64::try_from(p.raw_len).unwrap_or(i64::MAX),
                     i64::try_from(data.len()).unwrap_or(i64::MAX),
                     data,
                     now
