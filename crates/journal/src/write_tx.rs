@@ -10,10 +10,11 @@ use salvage_store::{GateTurn, Store};
 /// writing the file ([`Store::write_turn`]) from before `BEGIN` to after the commit or rollback,
 /// so another writer of this process waiting for it is woken at once instead of sleeping.
 pub(crate) struct WriteTx<'c> {
+    store: &'c Store,
     conn: &'c Connection,
     open: bool,
     // Dropped after `Drop::drop` has rolled back: the turn ends with the transaction.
-    _turn: GateTurn,
+    turn: Option<GateTurn>,
 }
 
 impl<'c> WriteTx<'c> {
@@ -23,13 +24,16 @@ impl<'c> WriteTx<'c> {
         let turn = store.write_turn();
         let conn = store.conn();
         conn.prepare_cached("BEGIN IMMEDIATE").and_then(|mut st| st.execute([])).map_err(sql("append"))?;
-        Ok(WriteTx { conn, open: true, _turn: turn })
+        Ok(WriteTx { store, conn, open: true, turn: Some(turn) })
     }
 
-    /// Commits it.
+    /// Commits it, gives the turn back, and then checkpoints the `-wal` if it is due: the
+    /// process's other writers do not wait for the copy ([`Store::checkpoint_if_due`]).
     pub(crate) fn commit(mut self) -> Result<(), JournalError> {
         self.conn.prepare_cached("COMMIT").and_then(|mut st| st.execute([])).map_err(sql("append"))?;
         self.open = false;
+        drop(self.turn.take());
+        self.store.checkpoint_if_due();
         Ok(())
     }
 }

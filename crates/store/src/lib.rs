@@ -13,12 +13,14 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::string_slice, clippy::arithmetic_side_effects))]
 
 mod busy;
+mod checkpoint;
 mod error;
 mod gate;
 mod identity;
 mod migrations;
 mod wal;
 
+pub use checkpoint::{DUE_PAGES, INLINE_PAGES};
 pub use error::StoreError;
 pub use gate::{GateTurn, WriteGate};
 pub use migrations::{latest_version, Migration, MIGRATIONS};
@@ -83,6 +85,8 @@ pub struct Store {
     /// The turn-taking of this process's writers of the file (`None`: reads only, in memory).
     gate: Option<std::sync::Arc<WriteGate>>,
     busy_timeout: Duration,
+    /// The `-wal`'s length after the latest commit (writer connections only: `checkpoint.rs`).
+    wal: Option<std::sync::Arc<checkpoint::WalPages>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -136,17 +140,22 @@ impl Store {
             // A reader maps the file instead of reading it a page at a time: a restore reads a
             // snapshot's megabytes as overflow pages, one `pread` each without it.
             conn.pragma_update(None, "mmap_size", READER_MMAP).map_err(setting("mmap_size"))?;
-            return Ok(Store { conn, path, gate: None, busy_timeout: options.busy_timeout });
+            return Ok(Store { conn, path, gate: None, busy_timeout: options.busy_timeout, wal: None });
         }
         // The inspecting connection is closed (`filter` dropped it): walk the `-wal` before one
         // that can write opens.
         check_wal_identity(&path)?;
         // A path is a path: no SQLite URI interpretation (`file:x.db` is a file of that name).
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&path, flags)
+        let mut conn = Connection::open_with_flags(&path, flags)
             .map_err(|source| StoreError::Open { path: path.clone(), source })?;
+        let wal = checkpoint::install(&mut conn).map_err(|source| StoreError::Setting {
+            path: path.clone(),
+            setting: "wal_hook",
+            source,
+        })?;
         let gate = gate::gate_of(&path);
-        let store = Store { conn, path, gate, busy_timeout: options.busy_timeout };
+        let store = Store { conn, path, gate, busy_timeout: options.busy_timeout, wal: Some(wal) };
         store.configure(options)?;
         store.migrate(target)?;
         store.ensure_identity()?;
@@ -158,7 +167,8 @@ impl Store {
         let path = PathBuf::from(":memory:");
         let conn =
             Connection::open_in_memory().map_err(|source| StoreError::Open { path: path.clone(), source })?;
-        let store = Store { conn, path, gate: None, busy_timeout: Options::default().busy_timeout };
+        let store =
+            Store { conn, path, gate: None, busy_timeout: Options::default().busy_timeout, wal: None };
         store.conn.pragma_update(None, "foreign_keys", "ON").map_err(|source| StoreError::Setting {
             path: store.path.clone(),
             setting: "foreign_keys",
@@ -289,6 +299,17 @@ impl Store {
         match &self.gate {
             Some(g) => g.enter(self.busy_timeout),
             None => GateTurn::none(),
+        }
+    }
+
+    /// Copies the `-wal` back into the file when it has grown to [`DUE_PAGES`] (a `PASSIVE`
+    /// checkpoint, which does not wait for other writers and which they need not wait for).
+    /// Writers call it after giving back their write turn (see `checkpoint.rs`). A checkpoint
+    /// that fails is tried again after the next commit: the commits it follows have happened.
+    pub fn checkpoint_if_due(&self) {
+        let Some(wal) = self.wal.as_ref().filter(|w| w.due()) else { return };
+        if self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())).is_ok() {
+            wal.reset();
         }
     }
 
