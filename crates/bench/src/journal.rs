@@ -1,6 +1,7 @@
 //! Journal append (batched and one durable transaction per event) against raw rusqlite inserts of
-//! the same rows (cached statements and the same pragmas on both sides), and exact restore on a
-//! cold handle against parsing the history from a JSON file.
+//! the same rows (cached statements, the same pragmas and the same checkpoint policy on both
+//! sides: `Store::checkpoint_if_due` after each commit), and exact restore on a cold handle
+//! against parsing the history from a JSON file.
 
 use crate::harness::{try_interleave, wal_frames};
 use crate::{Plan, Row};
@@ -59,6 +60,9 @@ fn batched(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result<Row> 
                     }
                 }
                 tx.commit()?;
+                // The checkpoint policy of every writer of a Store (`checkpoint_if_due` after a
+                // commit, as the journal's appends do): both sides copy the -wal back alike.
+                store.checkpoint_if_due();
             }
             Ok(())
         },
@@ -130,6 +134,8 @@ fn durable(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result<Row> 
             for k in 0..singles {
                 rn += 1;
                 st.execute(rusqlite::params!["s", rn, serde_json::to_vec(&Message::user(payload(k)))?])?;
+                // The checkpoint policy of every writer of a Store, as the journal's appends.
+                raw.checkpoint_if_due();
             }
             Ok(())
         },
@@ -225,6 +231,8 @@ fn durable_floor(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result
             for k in 0..singles {
                 rn += 1;
                 st.execute(rusqlite::params!["s", rn, serde_json::to_vec(&Message::user(payload(k)))?])?;
+                // The checkpoint policy of every writer of a Store, as the journal's appends.
+                raw.checkpoint_if_due();
             }
             Ok(())
         },
@@ -232,6 +240,7 @@ fn durable_floor(plan: &Plan, dir: &Path, payloads: &[String]) -> anyhow::Result
             for k in 0..singles {
                 fnum += 1;
                 floor_event(floor.conn(), fnum, &payload(k))?;
+                floor.checkpoint_if_due();
             }
             Ok(())
         },
