@@ -120,3 +120,20 @@ fn adversarial_text_counts_as_tiktoken_counts_it() {
         assert_same("mixed", &g.text(len, &mixed));
     }
 }
+
+/// A thread other than the first to count uses a pattern of its own (the shared one's scratch
+/// pool serves other threads through a lock): it counts exactly as tiktoken does too.
+#[test]
+fn another_thread_counts_as_tiktoken_counts() {
+    let history = salvage_replay::synth::agent_history(64 * 1024, 11);
+    let all = texts(&history);
+    // This thread counts first, so the spawned one is never the first to count.
+    let here: Vec<u64> = all.iter().map(|t| count(t)).collect();
+    let there = std::thread::spawn(move || all.iter().map(|t| (count(t), reference(t))).collect::<Vec<_>>())
+        .join()
+        .unwrap();
+    for (h, (t, r)) in here.iter().zip(&there) {
+        assert_eq!(t, r, "the second thread's count");
+        assert_eq!(h, r, "this thread's count");
+    }
+}
