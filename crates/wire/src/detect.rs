@@ -57,7 +57,20 @@ pub fn detect(bytes: &[u8]) -> Result<Detected, Unrecognized> {
                 .take(50)
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
                 .collect();
-            if lines.len() >= 2 || (lines.len() == 1 && trimmed.lines().count() == 1) {
+            // One line read is JSON Lines when it is the only line, or when the only other is
+            // the file's last and unterminated: a writer's half-written record (a session
+            // file read while its client still writes it). The readers skip that line and say so.
+            let one_then_partial = || {
+                let mut rest = trimmed.lines().filter(|l| !l.trim().is_empty());
+                let (first, second) = (rest.next(), rest.next());
+                let unterminated = !text.trim_end_matches([' ', '\t']).ends_with('\n');
+                rest.next().is_none()
+                    && unterminated
+                    && first.is_some_and(|l| serde_json::from_str::<Value>(l).is_ok())
+                    && second.is_some()
+            };
+            if lines.len() >= 2 || (lines.len() == 1 && (trimmed.lines().count() == 1 || one_then_partial()))
+            {
                 detect_jsonl(&lines)
             } else {
                 // Where the document stops being JSON (a number out of range, a lone surrogate,
@@ -258,6 +271,28 @@ mod tests {
             RequestFormat::Codex,
             "older rollout"
         );
+    }
+
+    /// A session file read while its client writes it: one complete record and a half-written
+    /// one (unterminated) is still that client's file; a second line that is complete but not
+    /// JSON, or any line after a broken one, is not a half-written record.
+    #[test]
+    fn one_record_and_a_half_written_one_is_json_lines() {
+        let one = "{\"type\":\"user\",\"sessionId\":\"s\",\"uuid\":\"u\"}\n";
+        assert_eq!(fmt(&format!("{one}{{\"type\":\"assis")), RequestFormat::ClaudeCode);
+        assert_eq!(
+            fmt(&format!("{one}{{\"type\":\"assis  \t")),
+            RequestFormat::ClaudeCode,
+            "trailing blanks"
+        );
+        for not_partial in [
+            format!("{one}{{\"type\":\"assis\n"),
+            format!("{one}{{\"type\":\"assis\n{{\"x\":"),
+            format!("not json\n{one}"),
+        ] {
+            let e = detect(not_partial.as_bytes()).unwrap_err().to_string();
+            assert!(e.starts_with("neither JSON nor JSON Lines"), "{not_partial:?}: {e}");
+        }
     }
 
     #[test]
