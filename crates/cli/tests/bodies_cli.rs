@@ -34,13 +34,14 @@ fn capture(path: &Path) -> Value {
 fn auto_detects_every_body_sample_and_records_the_request() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.json");
+    let named = dir.path().join("named.json");
     let mut n = 0;
-    for (folder, format) in [
-        ("anthropic", "anthropic"),
-        ("openai-chat", "openai"),
-        ("openai-responses", "openai_responses"),
-        ("gemini", "gemini"),
-        ("bedrock", "bedrock"),
+    for (folder, format, flag) in [
+        ("anthropic", "anthropic", "anthropic"),
+        ("openai-chat", "openai", "openai"),
+        ("openai-responses", "openai_responses", "openai-responses"),
+        ("gemini", "gemini", "gemini"),
+        ("bedrock", "bedrock", "bedrock"),
     ] {
         for e in std::fs::read_dir(testdata("samples").join(folder)).unwrap() {
             let p = e.unwrap().path();
@@ -56,6 +57,13 @@ fn auto_detects_every_body_sample_and_records_the_request() {
             let body: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
             assert_eq!(c["request"]["bytes"].as_u64().unwrap(), body.to_string().len() as u64, "{name}");
             assert!(salvage_types::capture::read_capture(&out).is_ok(), "{name}");
+            // Detection imports the tree it parsed: the capture is the one `--from` makes.
+            let o = salvage(&["import", "--from", flag, p.to_str().unwrap(), "-o", named.to_str().unwrap()]);
+            assert!(o.status.success(), "{name} --from {flag}: {}", stderr(&o));
+            assert!(
+                std::fs::read(&named).unwrap() == std::fs::read(&out).unwrap(),
+                "{name}: auto and --from differ"
+            );
             n += 1;
         }
     }

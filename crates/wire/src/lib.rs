@@ -162,6 +162,79 @@ pub fn import_owned(source: Source, mut bytes: Vec<u8>, file: &str) -> Result<Im
     imported
 }
 
+/// What [`import_auto_owned`] found.
+pub enum Auto {
+    /// A request body (or a reference-client session file), imported.
+    Body {
+        /// What detection said.
+        detected: detect::Detected,
+        /// The importer it chose.
+        source: Source,
+        /// What the importer produced.
+        imported: Imported,
+    },
+    /// A client's session file: its bytes, for [`read_session`] (which reports what it skipped).
+    Session {
+        /// What detection said.
+        detected: detect::Detected,
+        /// The reader it chose.
+        source: Source,
+        /// The file's bytes.
+        bytes: Vec<u8>,
+    },
+}
+
+/// Why [`import_auto_owned`] imported nothing.
+#[derive(Debug)]
+pub enum AutoError {
+    /// The bytes are hostile or broken (the shape check), or the importer refused them.
+    Capture(CaptureError),
+    /// Detection recognised no format.
+    Unrecognized(detect::Unrecognized),
+    /// A format this build has no importer for.
+    NoImporter(detect::Detected),
+}
+
+/// Detects the format of a file's bytes and imports them, parsing a JSON document once: the
+/// detector reads the tree the importer then reads (detecting on the bytes and importing them
+/// parsed a 50 MB body twice). A file that is not one JSON document (JSON Lines, or broken) is
+/// detected as [`detect::detect`] does, with its errors. The bomb guard runs first, as for
+/// every import.
+pub fn import_auto_owned(mut bytes: Vec<u8>, file: &str) -> Result<Auto, AutoError> {
+    if bytes.starts_with(BOM) {
+        bytes.drain(..BOM.len());
+    }
+    let used = salvage_types::input::check_json_shape(&bytes, file).map_err(AutoError::Capture)?;
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        let detected = detect::detect(&bytes).map_err(AutoError::Unrecognized)?;
+        let source = Source::of(detected.format).ok_or_else(|| AutoError::NoImporter(detected.clone()))?;
+        // Detection parses a document that is JSON, so what is left is JSON Lines: a session
+        // file, read by its reader (a body detected here would fail its import as it did before).
+        return if source.is_session() {
+            Ok(Auto::Session { detected, source, bytes })
+        } else {
+            import_owned(source, bytes, file)
+                .map(|imported| Auto::Body { detected, source, imported })
+                .map_err(AutoError::Capture)
+        };
+    };
+    let detected = detect::detect_value(&value).map_err(AutoError::Unrecognized)?;
+    let source = Source::of(detected.format).ok_or_else(|| AutoError::NoImporter(detected.clone()))?;
+    if source.is_session() {
+        drop(value);
+        return Ok(Auto::Session { detected, source, bytes });
+    }
+    set_value_budget(bytes.len(), used);
+    let big = bytes.len() >= COUNT_BESIDE_FROM;
+    drop(bytes);
+    let imported = import_sized(source, &value, file, big);
+    if big {
+        // As [`import_owned`]: the tree is freed on another thread.
+        let _ = std::thread::Builder::new().name("free-tree".into()).spawn(move || drop(value));
+    }
+    imported.map(|imported| Auto::Body { detected, source, imported }).map_err(AutoError::Capture)
+}
+
 /// The UTF-8 byte-order mark some editors write first: detection skips it, and so does reading.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 

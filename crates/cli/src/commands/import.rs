@@ -197,26 +197,10 @@ fn read_bytes(args: &Args, env: &BTreeMap<String, String>) -> Result<(String, Ve
     Ok((name, bytes))
 }
 
-/// The source shape: `--from`, or detected from the bytes.
-fn source(args: &Args, bytes: &[u8], name: &str) -> Result<Source, Failure> {
-    Ok(match args.from {
-        From::Auto => {
-            // The detector parses the text (the whole of it when it is one JSON value): the
-            // bomb guard the importers run comes first, so detection never builds more values
-            // than a file of this size may hold (JSON Lines included).
-            salvage_types::input::check_json_shape(bytes, name).map_err(Failure::input)?;
-            let d =
-                salvage_wire::detect::detect(bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
-            let Some(source) = Source::of(d.format) else {
-                return Err(Failure::input(format!(
-                    "{name}: looks like a {} file ({}), which this build cannot import",
-                    d.format.as_str(),
-                    d.because
-                )));
-            };
-            eprintln!("{name}: detected {} ({})", d.format.as_str(), d.because);
-            source
-        }
+/// The source shape `--from` names (`None`: detect it).
+fn named_source(args: &Args) -> Option<Source> {
+    Some(match args.from {
+        From::Auto => return None,
         From::Openai => Source::Openai,
         From::Anthropic => Source::Anthropic,
         From::OpenaiResponses => Source::OpenaiResponses,
@@ -227,6 +211,50 @@ fn source(args: &Args, bytes: &[u8], name: &str) -> Result<Source, Failure> {
         From::Codex => Source::Codex,
         From::Cline => Source::Cline,
     })
+}
+
+/// What an import read: its source, what it produced, and the error a session ended on.
+type Read = (Source, salvage_wire::Imported, Option<salvage_wire::session::SeenError>);
+
+/// Reads `bytes` as `source`. The bytes are moved into the import and dropped as soon as they
+/// are parsed: the capture is built without the file held beside it.
+fn read_as(source: Source, bytes: Vec<u8>, name: &str) -> Result<Read, Failure> {
+    if source.is_session() {
+        let session = salvage_wire::read_session(source, &bytes, name).map_err(Failure::input)?;
+        drop(bytes);
+        eprint!("{name}: {}", session.report.describe());
+        Ok((source, session.imported(), session.final_error().cloned()))
+    } else {
+        Ok((source, salvage_wire::import_owned(source, bytes, name).map_err(Failure::input)?, None))
+    }
+}
+
+/// Detects the shape and reads the bytes as it. The detector parses the text (the whole of it
+/// when it is one JSON value: that tree is the one imported, not parsed again); the bomb guard
+/// the importers run comes first, so detection never builds more values than a file of this
+/// size may hold (JSON Lines included).
+fn read_detected(bytes: Vec<u8>, name: &str) -> Result<Read, Failure> {
+    use salvage_wire::{Auto, AutoError};
+    let said = |d: &salvage_wire::detect::Detected| {
+        eprintln!("{name}: detected {} ({})", d.format.as_str(), d.because);
+    };
+    match salvage_wire::import_auto_owned(bytes, name) {
+        Ok(Auto::Body { detected, source, imported }) => {
+            said(&detected);
+            Ok((source, imported, None))
+        }
+        Ok(Auto::Session { detected, source, bytes }) => {
+            said(&detected);
+            read_as(source, bytes, name)
+        }
+        Err(AutoError::Capture(e)) => Err(Failure::input(e)),
+        Err(AutoError::Unrecognized(e)) => Err(Failure::input(format!("{name}: {e}"))),
+        Err(AutoError::NoImporter(d)) => Err(Failure::input(format!(
+            "{name}: looks like a {} file ({}), which this build cannot import",
+            d.format.as_str(),
+            d.because
+        ))),
+    }
 }
 
 /// The client a source names.
@@ -319,16 +347,9 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         let _ = std::thread::Builder::new().name("redact-rules".into()).spawn(salvage_wire::redact::prepare);
     }
     let (name, bytes) = read_bytes(&args, env)?;
-    let source = source(&args, &bytes, &name)?;
-    // The bytes are moved into the import and dropped as soon as they are parsed: the capture is
-    // built without the file held beside it.
-    let (imported, seen) = if source.is_session() {
-        let session = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
-        drop(bytes);
-        eprint!("{name}: {}", session.report.describe());
-        (session.imported(), session.final_error().cloned())
-    } else {
-        (salvage_wire::import_owned(source, bytes, &name).map_err(Failure::input)?, None)
+    let (source, imported, seen) = match named_source(&args) {
+        Some(source) => read_as(source, bytes, &name)?,
+        None => read_detected(bytes, &name)?,
     };
     // A session that ended on an error the client recorded: that is the failure, unless the
     // command line says otherwise.
