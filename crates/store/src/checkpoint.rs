@@ -9,7 +9,9 @@
 //! which replaces the automatic checkpoint) and a writer that has given its turn back calls
 //! [`crate::Store::checkpoint_if_due`]. A writer that never calls it still checkpoints, in its
 //! commit as before, once the `-wal` reaches [`INLINE_PAGES`]; closing the last connection
-//! checkpoints too (SQLite's own rule).
+//! checkpoints too (SQLite's own rule). Setting `PRAGMA wal_autocheckpoint` on a connection
+//! afterwards replaces the hook (SQLite's rule too): that connection's checkpoints are then the
+//! pragma's, and `checkpoint_if_due` runs at most once more for it (the length it last recorded).
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
