@@ -63,10 +63,11 @@ pub fn detect(bytes: &[u8]) -> Result<Detected, Unrecognized> {
             let one_then_partial = || {
                 let mut rest = trimmed.lines().filter(|l| !l.trim().is_empty());
                 let (first, second) = (rest.next(), rest.next());
-                let unterminated = !text.trim_end_matches([' ', '\t']).ends_with('\n');
+                // No line break after the last line's text (whatever blanks follow it).
+                let unterminated = !text.get(text.trim_end().len()..).unwrap_or_default().contains('\n');
                 rest.next().is_none()
                     && unterminated
-                    && first.is_some_and(|l| serde_json::from_str::<Value>(l).is_ok())
+                    && first.is_some_and(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.is_object()))
                     && second.is_some()
             };
             if lines.len() >= 2 || (lines.len() == 1 && (trimmed.lines().count() == 1 || one_then_partial()))
@@ -289,6 +290,13 @@ mod tests {
             format!("{one}{{\"type\":\"assis\n"),
             format!("{one}{{\"type\":\"assis\n{{\"x\":"),
             format!("not json\n{one}"),
+            // Terminated, whatever blanks follow the line break.
+            format!("{one}{{\"type\":\"assis\r\n"),
+            format!("{one}{{\"type\":\"assis\n\r"),
+            format!("{one}{{\"type\":\"assis\n\x0c"),
+            // A record is an object: an array or a scalar first is no session file's record.
+            "[{\"type\":\"user\"}]\n{\"type\":\"assis".to_string(),
+            "5\n{\"type\":\"assis".to_string(),
         ] {
             let e = detect(not_partial.as_bytes()).unwrap_err().to_string();
             assert!(e.starts_with("neither JSON nor JSON Lines"), "{not_partial:?}: {e}");

@@ -43,14 +43,6 @@ thread_local! {
 /// The thread that uses [`SPLIT`] itself.
 static FIRST: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
-/// Runs `f` with the pattern this thread counts with.
-fn with_split<T>(f: impl FnOnce(Result<&fancy_regex::Regex, &String>) -> T) -> T {
-    MINE.with(|mine| match mine {
-        Some(own) => f(own.as_ref()),
-        None => f(SPLIT.as_ref()),
-    })
-}
-
 /// The `i`-th little-endian u32 of `data`.
 fn u32_at(data: &[u8], i: usize) -> Option<u32> {
     let from = i.checked_mul(4)?;
@@ -84,7 +76,12 @@ fn rank(piece: &[u8]) -> Option<u32> {
 /// Tokens `text` encodes to with `o200k_base`, special tokens' text counted as ordinary text
 /// (tiktoken's `encode_ordinary(text).len()`).
 pub fn count(text: &str) -> u64 {
-    with_split(|split| count_with(split, text))
+    // This thread's own pattern when it has one; the shared one otherwise (also for a count made
+    // while this thread's locals are destroyed).
+    MINE.try_with(|mine| mine.as_ref().map(|own| count_with(own.as_ref(), text)))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| count_with(SPLIT.as_ref(), text))
 }
 
 fn count_with(split: Result<&fancy_regex::Regex, &String>, text: &str) -> u64 {
