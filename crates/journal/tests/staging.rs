@@ -55,3 +55,49 @@ fn a_batch_past_the_staging_budget_journals_every_message_in_order() {
     let ccr = salvage_ccr::Ccr::new(cold.conn(), &clock);
     assert_eq!(ccr.get(&CcrKey::of(&original).hex()).unwrap(), original, "the original is archived");
 }
+
+/// A message redacted before, appended again past the staging budget (serialized under the
+/// turn) and before it (staged), in batches that take snapshots: no state shows the secret, and
+/// the file verifies.
+#[test]
+fn a_redacted_message_appended_again_on_either_side_of_the_budget_stays_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    let mut j = Journal::open(&path, &Options::default()).unwrap();
+    let ts = |n: i64| Utc.timestamp_millis_opt(1_764_000_000_000 + n).unwrap();
+    j.start_session("s", "t", NewEvent::new("s-0", ts(0), EventBody::MessageAppended { count: 0 })).unwrap();
+    let secret = Message::user("the key is sk-live-0123456789abcdef0123456789abcdef");
+    let first = vec![Message::user("hello"), secret.clone(), Message::assistant("noted")];
+    j.append(
+        "s",
+        None,
+        vec![NewEvent::new("s-1", ts(1), EventBody::MessageAppended { count: 3 })
+            .with_history(HistoryChange::Append(first))],
+    )
+    .unwrap();
+    let hash = j.history_hashes("s", 2).unwrap()[1];
+    let body = EventBody::Redaction { keys: vec![], counts: Default::default() };
+    j.redact_messages("s", &[(hash, Message::user("[redacted]"))], NewEvent::new("red", ts(2), body))
+        .unwrap();
+    let again = |n: i64| {
+        NewEvent::new(format!("again{n}"), ts(10 + n), EventBody::MessageAppended { count: 1 })
+            .with_history(HistoryChange::Append(vec![secret.clone()]))
+    };
+    // Staged: the first events of a batch that stays within the budget.
+    j.append("s", None, (0..40).map(again).collect()).unwrap();
+    // Past the budget: 5 MB first, then the secret again, across the next snapshot.
+    let mut batch = vec![NewEvent::new("big", ts(100), EventBody::MessageAppended { count: 50 })
+        .with_history(HistoryChange::Append(messages("big", 50, 100 * 1024)))];
+    batch.extend((100..180).map(again));
+    j.append("s", None, batch).unwrap();
+    let head = j.head("s").unwrap();
+    drop(j);
+    let cold = Journal::open(&path, &Options::read_only()).unwrap();
+    for seq in 1..=head.seq {
+        let v = cold.view_at("s", seq).unwrap();
+        assert!(v.history.iter().all(|m| m.content != secret.content), "event {seq} shows the secret");
+    }
+    assert_eq!(cold.head("s").unwrap().history.len(), 3 + 40 + 50 + 80);
+    let report = cold.verify(None).unwrap();
+    assert!(report.bad.is_empty(), "{:?}", report.bad);
+}
