@@ -99,7 +99,7 @@ fn step_digests(steps: &[Step]) -> Result<Vec<String>, JournalError> {
 
 /// The hashes the journal stores `msgs` under.
 fn hashes(msgs: &[salvage_types::Message]) -> Result<Vec<crate::state::MsgHash>, JournalError> {
-    msgs.iter().map(|m| Ok(crate::messages::message_hash(&crate::messages::message_json(m)?))).collect()
+    msgs.iter().map(|m| crate::messages::stage_message(m).map(|(h, _)| h)).collect()
 }
 
 /// The trigger a client's compaction is journaled with.

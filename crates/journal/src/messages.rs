@@ -64,12 +64,8 @@ pub(crate) fn store_staged(
     let ccr = Ccr::new(conn, clock);
     let err = |e: salvage_ccr::CcrError| JournalError::Invalid(e.to_string());
     // A message's hash is BLAKE3 of its JSON, which is its CCR key.
-    let key = ccr
-        .put_all_keyed(&[(CcrKey(*hash), json)])
-        .map_err(err)?
-        .pop()
-        .ok_or_else(|| JournalError::Invalid("store message: nothing archived".into()))?
-        .key;
+    let key = CcrKey(*hash);
+    ccr.put_all_keyed(&[(key, json)]).map_err(err)?;
     ccr.reference(&key, CCR_OWNER).map_err(err)?;
     conn.prepare_cached("INSERT INTO messages (hash, body, ccr_key) VALUES (?1, NULL, ?2)")
         .and_then(|mut st| st.execute(params![&hash[..], &key.0[..]]))

@@ -11,7 +11,6 @@ use salvage_store::{GateTurn, Store};
 /// so another writer of this process waiting for it is woken at once instead of sleeping.
 pub(crate) struct WriteTx<'c> {
     store: &'c Store,
-    conn: &'c Connection,
     open: bool,
     // Dropped after `Drop::drop` has rolled back: the turn ends with the transaction.
     turn: Option<GateTurn>,
@@ -22,15 +21,22 @@ impl<'c> WriteTx<'c> {
     /// lock, as the busy timeout allows).
     pub(crate) fn begin(store: &'c Store) -> Result<WriteTx<'c>, JournalError> {
         let turn = store.write_turn();
-        let conn = store.conn();
-        conn.prepare_cached("BEGIN IMMEDIATE").and_then(|mut st| st.execute([])).map_err(sql("append"))?;
-        Ok(WriteTx { store, conn, open: true, turn: Some(turn) })
+        store
+            .conn()
+            .prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut st| st.execute([]))
+            .map_err(sql("append"))?;
+        Ok(WriteTx { store, open: true, turn: Some(turn) })
     }
 
     /// Commits it, gives the turn back, and then checkpoints the `-wal` if it is due: the
     /// process's other writers do not wait for the copy ([`Store::checkpoint_if_due`]).
     pub(crate) fn commit(mut self) -> Result<(), JournalError> {
-        self.conn.prepare_cached("COMMIT").and_then(|mut st| st.execute([])).map_err(sql("append"))?;
+        self.store
+            .conn()
+            .prepare_cached("COMMIT")
+            .and_then(|mut st| st.execute([]))
+            .map_err(sql("append"))?;
         self.open = false;
         drop(self.turn.take());
         self.store.checkpoint_if_due();
@@ -41,7 +47,7 @@ impl<'c> WriteTx<'c> {
 impl std::ops::Deref for WriteTx<'_> {
     type Target = Connection;
     fn deref(&self) -> &Connection {
-        self.conn
+        self.store.conn()
     }
 }
 
@@ -49,8 +55,8 @@ impl Drop for WriteTx<'_> {
     fn drop(&mut self) {
         // Nothing to report from a drop: a failed rollback leaves the transaction to the
         // connection, which rolls it back when it closes.
-        if self.open && !self.conn.is_autocommit() {
-            let _ = self.conn.execute_batch("ROLLBACK");
+        if self.open && !self.store.conn().is_autocommit() {
+            let _ = self.store.conn().execute_batch("ROLLBACK");
         }
     }
 }

@@ -149,6 +149,18 @@ pub fn import_owned(source: Source, mut bytes: Vec<u8>, file: &str) -> Result<Im
         return read_session(source, &bytes, file).map(|s| s.imported());
     }
     let (value, used) = salvage_types::capture::from_json_bytes_counted(&bytes, file)?;
+    import_tree(source, value, bytes, used, file)
+}
+
+/// Imports a body parsed from `bytes` (which held `used` values): the bytes are dropped before
+/// the history is built from the tree.
+fn import_tree(
+    source: Source,
+    value: Value,
+    bytes: Vec<u8>,
+    used: usize,
+    file: &str,
+) -> Result<Imported, CaptureError> {
     set_value_budget(bytes.len(), used);
     let big = bytes.len() >= COUNT_BESIDE_FROM;
     drop(bytes);
@@ -205,33 +217,23 @@ pub fn import_auto_owned(mut bytes: Vec<u8>, file: &str) -> Result<Auto, AutoErr
         bytes.drain(..BOM.len());
     }
     let used = salvage_types::input::check_json_shape(&bytes, file).map_err(AutoError::Capture)?;
-    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-        let detected = detect::detect(&bytes).map_err(AutoError::Unrecognized)?;
-        let source = Source::of(detected.format).ok_or_else(|| AutoError::NoImporter(detected.clone()))?;
-        // Detection parses a document that is JSON, so what is left is JSON Lines: a session
-        // file, read by its reader (a body detected here would fail its import as it did before).
-        return if source.is_session() {
-            Ok(Auto::Session { detected, source, bytes })
-        } else {
-            import_owned(source, bytes, file)
-                .map(|imported| Auto::Body { detected, source, imported })
-                .map_err(AutoError::Capture)
-        };
-    };
-    let detected = detect::detect_value(&value).map_err(AutoError::Unrecognized)?;
+    // Not one JSON document (JSON Lines, or broken): detected on the bytes.
+    let value = serde_json::from_slice::<Value>(&bytes).ok();
+    let detected = match &value {
+        Some(v) => detect::detect_value(v),
+        None => detect::detect(&bytes),
+    }
+    .map_err(AutoError::Unrecognized)?;
     let source = Source::of(detected.format).ok_or_else(|| AutoError::NoImporter(detected.clone()))?;
     if source.is_session() {
-        drop(value);
         return Ok(Auto::Session { detected, source, bytes });
     }
-    set_value_budget(bytes.len(), used);
-    let big = bytes.len() >= COUNT_BESIDE_FROM;
-    drop(bytes);
-    let imported = import_sized(source, &value, file, big);
-    if big {
-        // As [`import_owned`]: the tree is freed on another thread.
-        let _ = std::thread::Builder::new().name("free-tree".into()).spawn(move || drop(value));
-    }
+    let imported = match value {
+        Some(value) => import_tree(source, value, bytes, used, file),
+        // Detection parses a document that is JSON: a body detected without a tree fails its
+        // import as it did before.
+        None => import_owned(source, bytes, file),
+    };
     imported.map(|imported| Auto::Body { detected, source, imported }).map_err(AutoError::Capture)
 }
 

@@ -206,9 +206,6 @@ impl<'c> Ccr<'c> {
         items: Vec<(CcrKey, Vec<u8>)>,
         max_blob_bytes: u64,
     ) -> Result<Staged<'static>, CcrError> {
-        if items.is_empty() {
-            return Ok(Staged(Vec::new()));
-        }
         let detached: Vec<Prepared<'static>> =
             Ccr::stage_keyed(&items, max_blob_bytes)?.0.into_iter().map(Prepared::detach).collect();
         Ok(Staged(detached.into_iter().zip(items).map(|(p, (_, original))| p.attach(original)).collect()))
