@@ -189,7 +189,11 @@ impl<'a> Archiver<'a> {
         reduce: impl FnOnce(&str, usize) -> Option<String>,
     ) -> Result<Option<String>, ArchiveError> {
         use salvage_types::ccr_key::{marker_for, strip_recoverable_suffix};
-        let (body, suffix) = match self.archived_original(content) {
+        // Only a cut keeps its key: its text is pieces of its original. A stub (salvage's
+        // description of an original) is cut like any text, archived first: its words are in no
+        // original.
+        let ours = self.archived_original(content).filter(|_| salvage_types::ccr_key::is_cut(content));
+        let (body, suffix) = match ours {
             Some(k) => {
                 let body = strip_recoverable_suffix(content).unwrap_or(content);
                 (body, Some(format!("\n[full content recoverable via @recall {}]", marker_for(&k))))

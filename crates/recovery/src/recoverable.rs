@@ -3,7 +3,7 @@
 //! history, in place or by following markers recursively through the archive (dropped-message
 //! transcripts included). A call's id is not part of it: the pairing repair renames a reused id.
 
-use salvage_types::ccr_key::{find_markers, made_from, own_archive_key};
+use salvage_types::ccr_key::{find_markers, is_cut, made_from, own_archive_key};
 use salvage_types::Message;
 use std::collections::HashSet;
 
@@ -93,7 +93,7 @@ fn text_key(text: &str) -> [u8; 32] {
 }
 
 /// The input messages whose content cannot be rebuilt from `output` and the archive. Content
-/// that salvage itself had already cut or stubbed (its own form, for a key the archive holds)
+/// that salvage itself had already cut (its own form, every piece in the original its key holds)
 /// counts as rebuilt when its archived original is reachable.
 pub fn lost(input: &[Message], output: &[Message], lookup: &dyn Fn(&str) -> Option<Vec<u8>>) -> Vec<Lost> {
     let reach = Reachable::from(output, lookup);
@@ -114,12 +114,15 @@ pub fn lost(input: &[Message], output: &[Message], lookup: &dyn Fn(&str) -> Opti
         if m.content.is_empty() || reach.contains(&m.content) {
             continue;
         }
-        // Our form, for a key whose original this content was cut from, and that original
-        // reachable: a pasted suffix naming another original does not count.
-        let derived = own_archive_key(&m.content)
-            .and_then(lookup)
-            .and_then(|b| String::from_utf8(b).ok())
-            .is_some_and(|orig| made_from(&m.content, &orig) && reach.contains(&orig));
+        // A cut of ours (every piece of it in the original its suffix names), that original
+        // reachable: a pasted suffix naming another original does not count, nor does a text
+        // that adds to the original, nor a stub (its words are in no original: a stub that is
+        // gone was lost, unless it is reachable itself).
+        let derived = is_cut(&m.content)
+            && own_archive_key(&m.content)
+                .and_then(lookup)
+                .and_then(|b| String::from_utf8(b).ok())
+                .is_some_and(|orig| made_from(&m.content, &orig) && reach.contains(&orig));
         if !derived {
             out.push(Lost { index, role: m.role.as_str().to_string(), bytes: m.content.len(), call: None });
         }

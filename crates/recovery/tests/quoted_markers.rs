@@ -142,6 +142,76 @@ fn content_we_cut_is_not_archived_twice() {
     assert_eq!(lost(&h, &out.history, &lookup), vec![]);
 }
 
+/// Review finding (replay checks, 1): a message that begins with the head of an original the
+/// archive holds, then says something new, and ends with that original's suffix, looked like our
+/// cut of it (suffix, head and shorter were all it took). Rung 1 cut it again keeping the suffix
+/// and archived nothing, and `lost` excused it the same way: the new words were gone from the
+/// history and from every blob while every check said ok. Now a cut must be pieces of its
+/// original: this one is ordinary content, archived before it is cut.
+#[test]
+fn a_cut_that_adds_to_its_original_is_archived_before_it_is_cut_again() {
+    let mut mem = MemoryArchive::new();
+    let original = lines("orig", 800);
+    let k = mem.put(original.as_bytes()).unwrap();
+    let forged =
+        format!("{}SECRET-UNIQUE-PAYLOAD {}{}", &original[..256], lines("new", 150), recoverable_suffix(&k));
+    assert!(forged.len() > 6_000 && forged.len() < original.len());
+    let h = vec![
+        Message::system("sys"),
+        Message::user("t"),
+        Message::assistant(forged.clone()),
+        Message::user("go"),
+    ];
+    let out = ladder::apply(Rung::Aggressive, &h, &mut ctx(&mut mem)).unwrap();
+    assert!(out.history[2].content.len() < forged.len(), "rung 1 cut the message");
+    assert!(mem.blobs().any(|b| b == forged.as_bytes()), "the message itself is archived");
+    let lookup = |k: &str| mem.get(k);
+    assert_eq!(lost(&h, &out.history, &lookup), vec![]);
+    // The check: the same cut with the original's suffix kept and nothing archived is lost.
+    let mut unarchived = out.history.clone();
+    unarchived[2].content = format!("{}{}", &forged[..3_000], recoverable_suffix(&k));
+    let mem_without: MemoryArchive = {
+        let mut m = MemoryArchive::new();
+        m.put(original.as_bytes()).unwrap();
+        m
+    };
+    let lookup = |k: &str| mem_without.get(k);
+    assert_eq!(lost(&h, &unarchived, &lookup).len(), 1, "new words cut away unarchived are lost");
+}
+
+/// The same for a stub: a one-line stub of ours (a key the archive holds, an original longer than
+/// it) whose words are in no original. Cutting it (it is long) archives it first, and a stub that
+/// is gone from the history and from every blob is lost whatever its key holds.
+#[test]
+fn a_long_stub_is_archived_before_it_is_cut() {
+    let mut mem = MemoryArchive::new();
+    let original = lines("orig", 800);
+    let k = mem.put(original.as_bytes()).unwrap();
+    let words: String = (0..1500).map(|i| format!("w{i} ")).collect();
+    let stub = format!("[Earlier read of design-notes.md: {words}{}]", k.marker());
+    assert!(!stub.contains('\n') && stub.len() > 6_000 && stub.len() < original.len());
+    let h = vec![
+        Message::system("sys"),
+        Message::user("t"),
+        Message::assistant(stub.clone()),
+        Message::user("go"),
+    ];
+    let out = ladder::apply(Rung::Aggressive, &h, &mut ctx(&mut mem)).unwrap();
+    assert!(out.history[2].content.len() < stub.len(), "rung 1 cut the stub");
+    assert!(mem.blobs().any(|b| b == stub.as_bytes()), "the stub itself is archived");
+    let lookup = |k: &str| mem.get(k);
+    assert_eq!(lost(&h, &out.history, &lookup), vec![]);
+    let mut gone = out.history.clone();
+    gone[2].content = format!("[Earlier read of design-notes.md: w0 {}]", k.marker());
+    let only_original: MemoryArchive = {
+        let mut m = MemoryArchive::new();
+        m.put(original.as_bytes()).unwrap();
+        m
+    };
+    let lookup = |k: &str| only_original.get(k);
+    assert_eq!(lost(&h, &gone, &lookup).len(), 1, "a stub's own words are lost when it is gone");
+}
+
 /// A task that ends with our own suffix line — pasted from an earlier answer — for a key the
 /// archive holds with other content (adversarial review, finding 01): "our form and a key we
 /// hold" is not "archived by us"; the task is archived before rung 3 cuts it.
@@ -206,4 +276,54 @@ fn a_call_pruned_for_a_repeated_id_is_archived_and_checked() {
         let lookup = |k: &str| mem.get(k);
         assert_eq!(lost(&h, &out.history, &lookup), vec![], "{rung:?}");
     }
+}
+
+/// Every cut the recovery crate makes is one [`salvage_types::cut::derivable`] recognises as a cut
+/// of its original (its joints are in `CUT_JOINTS`): cut again, it keeps its key and archives
+/// nothing new. A reduction with a joint the list lacks fails here, not as a silent re-archive.
+#[test]
+fn every_cut_of_the_recovery_crate_is_recognised_as_one() {
+    use salvage_recovery::{microcompact, tool_budget};
+    use salvage_types::ccr_key::{made_from, own_archive_key};
+    use salvage_types::truncate::{preserve_end, structure_preserving};
+    let original = lines("orig", 900);
+    type Reducer = Box<dyn Fn(&str) -> Option<String>>;
+    let reducers: Vec<(&str, Reducer)> = vec![
+        ("tool-result preview", Box::new(|b: &str| Some(tool_budget::preview(b)))),
+        ("preview within 3000", Box::new(|b: &str| Some(tool_budget::preview_within(b, 3_000)))),
+        ("preview within 200", Box::new(|b: &str| Some(tool_budget::preview_within(b, 200)))),
+        ("microcompact preview", Box::new(|b: &str| Some(microcompact::preview(b)))),
+        ("preserve-end", Box::new(|b: &str| preserve_end(b, b.len() / 2))),
+        ("structure-preserving", Box::new(|b: &str| structure_preserving(b, b.len() / 3))),
+    ];
+    for (name, first) in &reducers {
+        let mut mem = MemoryArchive::new();
+        let cut = {
+            let mut a = Archiver::new(Some(&mut mem as &mut dyn Archive));
+            a.reduce(&original, |b, _| first(b)).unwrap().unwrap()
+        };
+        let key = own_archive_key(&cut).unwrap().to_string();
+        assert!(made_from(&cut, &original), "{name}: {cut:?}");
+        for (then, second) in &reducers {
+            let before = mem.len();
+            let again = {
+                let mut a = Archiver::new(Some(&mut mem as &mut dyn Archive));
+                a.reduce(&cut, |b, _| second(b)).unwrap()
+            };
+            let Some(again) = again else { continue };
+            assert_eq!(own_archive_key(&again), Some(key.as_str()), "{name} then {then}: {again:?}");
+            assert_eq!(mem.len(), before, "{name} then {then}: archived again");
+        }
+    }
+    // Trim's markup compaction, through trim itself.
+    let block = format!("<function_calls>{}</function_calls>", lines("call", 40));
+    let text = format!("{}{block}\nafter the call\n{}", lines("before", 30), lines("after", 30));
+    let h = vec![Message::user("q"), Message::assistant(text.clone())];
+    let mut mem = MemoryArchive::new();
+    let (out, _) = {
+        let mut a = Archiver::new(Some(&mut mem as &mut dyn Archive));
+        trim(&h, &mut a).unwrap()
+    };
+    assert!(out[1].content.contains("[tool markup compacted"), "{}", out[1].content);
+    assert!(made_from(&out[1].content, &text), "{}", out[1].content);
 }

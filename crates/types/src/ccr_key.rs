@@ -195,17 +195,14 @@ pub fn archived_key(text: &str, get: impl FnOnce(&str) -> Option<Vec<u8>>) -> Op
     made_from(text, &String::from_utf8_lossy(&original)).then_some(k)
 }
 
-/// The bytes of an original's head every cut keeps: each truncation salvage makes keeps a head
-/// of at least this much (structure-preserving 2/3 of a target of at least 400, preserve-end 3/4
-/// of 4 000, the microcompact preview 2 000), and a cut of a cut keeps a head of the first.
-const KEPT_HEAD: usize = 256;
-
 /// True when `text` (a cut ending with salvage's recoverable suffix, or one of its stubs) can
 /// have been made from `original`:
-/// - a cut's text before the suffix is shorter than the original and begins with the original's
-///   first 256 bytes (all of the text when it is shorter);
+/// - a cut's text before the suffix is made of the original's pieces, in order, between the
+///   joints salvage's truncations write ([`crate::cut::derivable`]): nothing in it is new;
 /// - a stub that counts the characters it replaced (`12 lines, 3456 chars`) counts the
-///   original's; any other stub is shorter than the original it replaced.
+///   original's; any other stub is shorter than the original it replaced. A stub is salvage's
+///   description of its original, not a part of it: it is recognised (so it is not stubbed
+///   again), never cut as if its text were in the original ([`is_cut`] tells the two apart).
 pub fn made_from(text: &str, original: &str) -> bool {
     let Some(body) = strip_recoverable_suffix(text) else {
         return match stub_char_count(text) {
@@ -213,8 +210,12 @@ pub fn made_from(text: &str, original: &str) -> bool {
             None => original.len() > text.len(),
         };
     };
-    let head = crate::truncate::head(body, KEPT_HEAD);
-    !head.is_empty() && body.len() < original.len() && original.starts_with(head)
+    crate::cut::derivable(body, original)
+}
+
+/// True when `text` ends with salvage's recoverable suffix (a cut), as opposed to a stub.
+pub fn is_cut(text: &str) -> bool {
+    strip_recoverable_suffix(text).is_some()
 }
 
 /// The `N` of the first `N chars` a stub says it replaced.

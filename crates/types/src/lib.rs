@@ -24,6 +24,7 @@ pub mod ccr_key;
 pub mod class;
 pub mod clock;
 pub mod config;
+pub mod cut;
 pub mod error;
 pub mod event;
 pub mod input;
