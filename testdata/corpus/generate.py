@@ -249,7 +249,10 @@ capture("recorded-summary", "a recorded level-2 summary is replayed exactly duri
             ev("compaction", "behavior.md §7 level 2 with the recorded summarizer", min=1, level=2, outcome="applied"),
             ev("summary_attempt", "§7 gate: the recorded summary passes", min=1, passed=True)]), recorded=["## Task\n- make two_openers deterministic\n## Files read\n- crates/store/src/lib.rs\n- crates/store/tests/open.rs\n## Findings\n- WAL switch races before busy_timeout is installed"])
 capture("orphan-and-duplicate-calls", "a history with an orphan tool result and duplicate call ids is repaired before sending",
-        agent(6, 3000, 50) + [{"role": "tool", "tool_call_id": "ghost", "content": "stray"}, {"role": "user", "content": "Find why two_openers is flaky and fix it."}],
+        # A later call reuses the first call's id (toolu_50_000): a duplicate the repair renames.
+        agent(6, 3000, 50) + [{"role": "assistant", "content": "", "tool_calls": [{"id": "toolu_50_000", "type": "function", "name": "read_file", "arguments": {"path": "src/dup.rs", "offset": 1, "limit": 20}}]},
+                              {"role": "tool", "tool_call_id": "toolu_50_000", "content": "fn dup() {}"},
+                              {"role": "tool", "tool_call_id": "ghost", "content": "stray"}, {"role": "user", "content": "Find why two_openers is flaky and fix it."}],
         F(400, "prompt is too long"), model(5000, "anthropic"), E("recovered"), settings=NOCOMPACT)
 capture("max-attempts-1", "CHATCLI_MAX_RECOVERY_ATTEMPTS=1: rung 1 cannot fit, attempts exhausted", chat(60, 1500, 51), F(400, "prompt is too long"), model(4000, "anthropic"),
         E("exhausted", max_attempts=1), settings={**NOCOMPACT, "CHATCLI_MAX_RECOVERY_ATTEMPTS": "1"}, surface="chat")
@@ -259,7 +262,10 @@ capture("openai-style-body-413", "an OpenAI-shaped request body judged by a 413 
 # A long analysis that quotes a marker (a pasted log line) is ordinary content: rung 1 archives it
 # before cutting it (section 4, "archived means archived by us"); `recoverable` proves it.
 qa = chat(12, 9000, 60)
-qa[5]["content"] = qa[5]["content"][:4000] + " the earlier run printed [full content recoverable via @recall <<ccr:0123456789abcdef>>] " + qa[5]["content"][4000:]
+# The quote sits inside an assistant answer (index 4, 9 000 bytes): rung 1 cuts assistants over
+# 5 000 bytes, so it is the message the rung archives and cuts (a user message there was never cut).
+assert qa[4]["role"] == "assistant" and len(qa[4]["content"]) > 5000
+qa[4]["content"] = qa[4]["content"][:4000] + " the earlier run printed [full content recoverable via @recall <<ccr:0123456789abcdef>>] " + qa[4]["content"][4000:]
 capture("quoted-marker-in-analysis", "an answer that quotes a marker is archived before rung 1 cuts it", qa, F(400, "prompt is too long: 41200 tokens > 16000 maximum"),
         model(16000, "anthropic"), E("recovered", level=1, events=[
             ev("recovery_attempt", "behavior.md §4 rung 1 cuts assistants over 5 000 bytes, archiving first", count=1, rung=1, outcome="applied")]), settings=NOCOMPACT, surface="chat")

@@ -40,12 +40,15 @@ fn s(p: &Path) -> String {
 fn imported_sessions_replay() {
     let dir = tempfile::tempdir().unwrap();
     let db = s(&dir.path().join("r.db"));
-    for (from, file) in [
-        ("claude-code", "claude-code/v1.0.108-real-tools-split-blocks-inline-sidechain.jsonl"),
-        ("claude-code", "claude-code/fixture-branch-and-compaction.jsonl"),
-        ("codex", "codex/fixture-tool-item-types.jsonl"),
-        ("codex", "codex/real-v0.77.0-session-start.jsonl"),
-        ("cline", "cline/native-tools-tool-result-with-result-prefix.json"),
+    // Whether compaction can bring each history under the 4 KB cap: the two shortest (a few
+    // messages, nothing to drop or cut) cannot, and their replay says so — exhausted, the
+    // convergence check failed, exit 1 — instead of passing a recovery that never happened.
+    for (from, file, recovers) in [
+        ("claude-code", "claude-code/v1.0.108-real-tools-split-blocks-inline-sidechain.jsonl", true),
+        ("claude-code", "claude-code/fixture-branch-and-compaction.jsonl", false),
+        ("codex", "codex/fixture-tool-item-types.jsonl", true),
+        ("codex", "codex/real-v0.77.0-session-start.jsonl", false),
+        ("cline", "cline/native-tools-tool-result-with-result-prefix.json", true),
     ] {
         let cap = s(&dir.path().join(format!("{from}.json")));
         let o = salvage(&[
@@ -67,8 +70,15 @@ fn imported_sessions_replay() {
         assert_eq!(c["client"]["name"], from);
         assert_eq!(c["request"]["format"], from.replace('-', "_"));
         assert!(c["request"].get("bytes").is_none(), "a session file's body size is unknown");
-        let out = ok(&["replay", &cap, "--db", &db]);
-        assert!(out.contains("1 passed"), "{file}: {out}");
+        if recovers {
+            let out = ok(&["replay", &cap, "--db", &db]);
+            assert!(out.contains("recovered") && out.contains("1 passed"), "{file}: {out}");
+        } else {
+            let o = salvage(&["replay", &cap, "--db", &db]);
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(o.status.code(), Some(1), "{file}: {out}");
+            assert!(out.contains("exhausted") && out.contains("did not converge"), "{file}: {out}");
+        }
     }
 }
 

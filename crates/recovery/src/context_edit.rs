@@ -64,8 +64,12 @@ pub fn mirror(
         if report.stubs >= cleared_tool_uses {
             break;
         }
-        let own_stub = m.content.starts_with(STUB_PREFIX) && archiver.archived_original(&m.content).is_some();
-        if m.role != Role::Tool || own_stub {
+        // A result already in the stub's form is not one the provider clears (its rule skips
+        // them, as the count of live results below does), whoever wrote it: it stays as it is,
+        // so nothing is lost, and it takes none of the `cleared_tool_uses` slots. Before, a stub
+        // the input carried that salvage had not archived (a session exported and replayed) was
+        // stubbed again and the mirror fell one result short of the provider (review, finding 5).
+        if m.role != Role::Tool || m.content.starts_with(STUB_PREFIX) {
             continue;
         }
         let before = m.content.len();

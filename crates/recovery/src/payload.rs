@@ -193,9 +193,22 @@ pub fn preflight(cap: Option<u64>, history_bytes: u64, already_warned: bool) -> 
     }
 }
 
-/// True when the payload notice already appears anywhere in the history (even inside a summary).
+/// True when the payload notice already appears in the history: a `user` message holds its
+/// marker (the notice itself, or a summary a copy was folded into).
+///
+/// Design decision (a copy, not a quote): the spec says "anywhere in the history, even inside a
+/// summary". The notice and the summaries are `user` messages salvage writes into the history;
+/// a tool result or an answer that quotes the marker (a file of source code that defines it, a
+/// log line) is the conversation's content, not a copy of the notice. Counting quotes made the
+/// session flag depend on what the agent happened to read: a quote in the input suppressed the
+/// notice for the whole session.
 pub fn notice_already_injected(history: &[Message]) -> bool {
-    history.iter().any(|m| m.content.contains(NOTICE_MARKER))
+    history.iter().any(is_notice_copy)
+}
+
+/// True when `m` is a copy of the payload notice: a `user` message holding its marker.
+pub fn is_notice_copy(m: &Message) -> bool {
+    m.role == salvage_types::Role::User && m.content.contains(NOTICE_MARKER)
 }
 
 /// The payload notice as a user message.

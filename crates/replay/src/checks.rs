@@ -23,6 +23,10 @@ fn check(name: &str, ok: bool, detail: String) -> Check {
     Check { name: name.to_string(), ok, detail }
 }
 
+/// How far (in percent of the larger) attempt 0's size may be from the rejected size the failure
+/// reports.
+const REPORTED_SIZE_SLACK: u64 = 10;
+
 /// Check 0, fidelity: attempt 0 is the captured request as sent, its simulated size is the size
 /// the capture recorded, and a request the capture's own upstream must reject is rejected.
 fn fidelity(run: &Run, capture: &Capture) -> Check {
@@ -40,6 +44,23 @@ fn fidelity(run: &Run, capture: &Capture) -> Check {
                 false,
                 format!(
                     "attempt 0 weighs {} B in the replay but the request as sent was {want} B",
+                    first.bytes
+                ),
+            );
+        }
+    }
+    // The size the provider reported for the rejected request is the request that failed too:
+    // an attempt 0 far from it is another request (adversarial review of the checks, finding 4).
+    // Far means more than `REPORTED_SIZE_SLACK` apart: a provider may count the body a little
+    // differently (its envelope, its own serialization), never five times over.
+    if let Some(reported) = capture.failure.rejected_request_bytes {
+        let (lo, hi) = (first.bytes.min(reported), first.bytes.max(reported));
+        if hi.saturating_sub(lo).saturating_mul(100) > hi.saturating_mul(REPORTED_SIZE_SLACK) {
+            return check(
+                "fidelity",
+                false,
+                format!(
+                    "attempt 0 weighs {} B in the replay but the failure reports a rejected request of {reported} B",
                     first.bytes
                 ),
             );
@@ -115,7 +136,7 @@ pub fn run_checks_with(
     let all = sent_markers(run, capture);
     vec![
         fidelity(run, capture),
-        convergence(run, max_attempts),
+        convergence(run, capture, max_attempts),
         task_kept(run),
         pairing(run),
         markers(&ccr, &all),
@@ -125,15 +146,19 @@ pub fn run_checks_with(
         recoverable(run, capture, journal, &ccr, &all),
         // 4c. The local mirror of provider-side context editing stubs exactly what the provider
         // cleared (the simulated server decides on its own rule).
-        context_edit_mirror(run),
+        context_edit_mirror(run, capture),
         rewind,
-        notice_once(run),
+        notice_once(run, capture),
         cap_tightens(run),
     ]
 }
 
-/// Check 1, convergence: the run ended within the attempt budget.
-fn convergence(run: &Run, max_attempts: u32) -> Check {
+/// Check 1, convergence: the run ended within the attempt budget, and it converged: a run that
+/// used its attempts up without a request accepted (`exhausted`) did not recover, and says so —
+/// unless the capture expects exactly that (a regression corpus may pin an exhaustion down).
+/// Before, an exhausted run passed every check, so a capture without `expect` passed CI when its
+/// recovery failed (adversarial review of the checks, finding 7).
+fn convergence(run: &Run, capture: &Capture, max_attempts: u32) -> Check {
     let sizes: Vec<String> = run
         .sent
         .iter()
@@ -146,11 +171,21 @@ fn convergence(run: &Run, max_attempts: u32) -> Check {
             )
         })
         .collect();
+    let expected_exhaustion = capture.expect.as_ref().is_some_and(|e| e.outcome == Outcome::Exhausted);
+    let converged = run.outcome != Outcome::Exhausted || expected_exhaustion;
+    let within = run.attempts <= max_attempts;
+    let why = if !within {
+        " — over the attempt budget"
+    } else if !converged {
+        " — the recovery did not converge: no request was accepted"
+    } else {
+        ""
+    };
     check(
         "convergence",
-        run.attempts <= max_attempts,
+        within && converged,
         format!(
-            "{} after {} attempt(s) (max {max_attempts}); requests: {}",
+            "{} after {} attempt(s) (max {max_attempts}){why}; requests: {}",
             run.outcome,
             run.attempts,
             sizes.join(", ")
@@ -291,12 +326,26 @@ fn rewind(run: &Run, journal: &Journal) -> Check {
 }
 
 /// Check 6a: the payload notice at most once.
-fn notice_once(run: &Run) -> Check {
-    let notices = run.history.iter().filter(|m| m.content.starts_with(NOTICE_MARKER)).count();
+/// Check 6a: the payload notice is in the session at most once: in the final history, and over
+/// the session — a notice the input already held (injected in an earlier turn) and one injected by
+/// this run are two, even when a rung dropped the first into a transcript (adversarial review of
+/// the checks, finding 3).
+fn notice_once(run: &Run, capture: &Capture) -> Check {
+    let count = |h: &[salvage_types::Message]| {
+        h.iter()
+            .filter(|m| m.role == salvage_types::Role::User && m.content.starts_with(NOTICE_MARKER))
+            .count()
+    };
+    let notices = count(&run.history);
+    let earlier = count(&capture.history);
+    let ok = notices <= 1 && run.notices <= 1 && (earlier == 0 || run.notices == 0);
     check(
         "notice_once",
-        notices <= 1 && run.notices <= 1,
-        format!("{notices} payload notice(s) in the history"),
+        ok,
+        format!(
+            "{notices} payload notice(s) in the history; {earlier} in the input, {} injected by this run",
+            run.notices
+        ),
     )
 }
 
@@ -306,13 +355,20 @@ fn cap_tightens(run: &Run) -> Check {
     check("cap_tightens", tightening, format!("caps {:?}", run.caps))
 }
 
-fn context_edit_mirror(run: &Run) -> Check {
-    let mut stubbed: Vec<String> = run
-        .history
-        .iter()
-        .filter(|m| m.role == salvage_types::Role::Tool && m.content.starts_with(PROVIDER_STUB))
-        .filter_map(|m| m.tool_call_id.clone())
-        .collect();
+/// Check 4c: the client stubbed exactly the tool results the provider cleared during this run.
+/// Stubs the input already carried (a session exported from an earlier run, replayed again) are
+/// neither the provider's nor the client's doing here: they are left out of both sides (the
+/// simulated provider does not clear a result already stubbed).
+fn context_edit_mirror(run: &Run, capture: &Capture) -> Check {
+    let stubbed_ids = |h: &[salvage_types::Message]| -> Vec<String> {
+        h.iter()
+            .filter(|m| m.role == salvage_types::Role::Tool && m.content.starts_with(PROVIDER_STUB))
+            .filter_map(|m| m.tool_call_id.clone())
+            .collect()
+    };
+    let before: std::collections::HashSet<String> = stubbed_ids(&capture.history).into_iter().collect();
+    let mut stubbed: Vec<String> =
+        stubbed_ids(&run.history).into_iter().filter(|id| !before.contains(id)).collect();
     let mut cleared = run.provider_cleared.clone();
     stubbed.sort();
     cleared.sort();

@@ -379,6 +379,21 @@ fn failure_is_empty(c: &Capture) -> bool {
     c.failure.status.is_none() && c.failure.message.trim().is_empty() && c.failure.transport.is_none()
 }
 
+/// How attempt 0 starts. A capture holds a request as it was sent when it records a failure or
+/// the size of the body as sent (`request.bytes`, written by an importer): attempt 0 sends it
+/// exactly (fidelity, `capture.md` check 0), whether or not it failed. Only a history with
+/// neither (a session state) starts a fresh turn with the per-turn passes. Before, a body
+/// imported without a failure ran the passes on attempt 0, and its fidelity check failed
+/// (adversarial review of the checks, finding 8).
+fn turn_mode(capture: &Capture) -> TurnMode {
+    let as_sent = capture.request.as_ref().is_some_and(|r| r.bytes.is_some());
+    if failure_is_empty(capture) && !as_sent {
+        TurnMode::Fresh
+    } else {
+        TurnMode::AsSent
+    }
+}
+
 /// The engine's input for a capture's failing turn, `history` being its history.
 fn turn_input(capture: &Capture, history: Vec<Message>, rung3_keep: usize) -> TurnInput {
     let config = Config::from_env(&capture.settings);
@@ -400,7 +415,7 @@ fn turn_input(capture: &Capture, history: Vec<Message>, rung3_keep: usize) -> Tu
         output_cap: sim.max_output_tokens().unwrap_or(model.max_output),
         surface,
         provider_edits,
-        mode: if failure_is_empty(capture) { TurnMode::Fresh } else { TurnMode::AsSent },
+        mode: turn_mode(capture),
         rung3_keep,
         provider: capture.provider.clone(),
         model_name: capture.model.clone(),

@@ -87,15 +87,20 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
     // Counts saturate: a count past u64::MAX is over every window, which is all the verdict needs.
     let len = |s: &str| u64::try_from(s.len()).unwrap_or(u64::MAX);
     let tokens = crate::o200k::count;
-    let total_bytes: u64 =
-        history.iter().fold(0u64, |t, m| t.saturating_add(len(&m.content)).saturating_add(64));
+    // The bytes a message's tokens come from: its text and what its wire template carries.
+    let bytes_of = |m: &Message| {
+        len(&m.content)
+            .saturating_add(64)
+            .saturating_add(m.wire.as_ref().map_or(0, salvage_types::weight::compact_json_len))
+    };
+    let total_bytes: u64 = history.iter().fold(0u64, |t, m| t.saturating_add(bytes_of(m)));
     for m in history {
         if n > limit {
             let rest = total_bytes.saturating_sub(seen_bytes);
             let per_byte = n as f64 / seen_bytes.max(1) as f64;
             return (n.saturating_add((rest as f64 * per_byte) as u64), false);
         }
-        seen_bytes = seen_bytes.saturating_add(len(&m.content)).saturating_add(64);
+        seen_bytes = seen_bytes.saturating_add(bytes_of(m));
         n = n.saturating_add(4).saturating_add(tokens(&m.content));
         for c in &m.tool_calls {
             n = n.saturating_add(tokens(&c.name)).saturating_add(tokens(&c.arguments.to_string()));
@@ -107,8 +112,39 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
         }
         let images = u64::try_from(m.images.len()).unwrap_or(u64::MAX);
         n = n.saturating_add(images.saturating_mul(85));
+        if let Some(w) = &m.wire {
+            n = n.saturating_add(wire_tokens(w));
+        }
     }
     (n, true)
+}
+
+/// The tokens of the blocks a message's `wire` template carries that the message model has no
+/// field for (a text document, a thinking block): their text, counted as the model reads it.
+/// Placeholders of the modeled parts (objects with a `$` key) are counted with the message; an
+/// image or a base64 source counts as an image does. Before, these blocks weighed nothing, and
+/// a request over the window with a 60 KB document in it was accepted (review of the checks,
+/// finding 2).
+pub fn wire_tokens(w: &serde_json::Value) -> u64 {
+    use serde_json::Value;
+    match w {
+        Value::Array(a) => a.iter().map(wire_tokens).fold(0, u64::saturating_add),
+        Value::Object(o) if o.contains_key("$") => 0,
+        Value::Object(o) => {
+            let base64 = o.get("type").and_then(Value::as_str) == Some("base64");
+            if base64 || o.get("type").and_then(Value::as_str) == Some("image") {
+                return 85;
+            }
+            o.iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("text" | "thinking" | "data", Value::String(s)) => crate::o200k::count(s),
+                    (_, Value::String(_)) => 0,
+                    (_, v) => wire_tokens(v),
+                })
+                .fold(0, u64::saturating_add)
+        }
+        _ => 0,
+    }
 }
 
 /// The wording of an overflow, per provider.

@@ -234,3 +234,130 @@ fn rewind_fails_when_the_journal_cannot_be_read_at_a_skipped_compaction() {
     assert!(!rw.ok, "an unreadable state passed: {}", rw.detail);
     assert!(rw.detail.contains(&format!("skipped compaction {past}")), "{}", rw.detail);
 }
+
+/// Review finding 7: a run that used its attempts up with no request accepted passed every check,
+/// so a capture without `expect` passed CI when its recovery failed. Convergence now fails on
+/// `exhausted` unless the capture expects exactly that.
+#[test]
+fn convergence_fails_when_the_recovery_is_exhausted_unless_expected() {
+    let mut c = corpus("no-op-rungs-are-not-sent");
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    assert_eq!(r.outcome, salvage_types::capture::Outcome::Exhausted);
+    assert!(get(&run_checks(&r, &c, &j, 1000, &CLOCK), "convergence").ok, "expected exhaustion");
+    c.expect = None;
+    let conv = run_checks(&r, &c, &j, 1000, &CLOCK);
+    let conv = get(&conv, "convergence");
+    assert!(!conv.ok && conv.detail.contains("did not converge"), "{}", conv.detail);
+}
+
+/// Review finding 5: stubs the input already carried (a session exported and replayed again)
+/// were counted as the client's mirror of this run's provider edits, so the check failed on a
+/// correct run. Only stubs this run made count; a stub this run made for a result the provider
+/// did not clear still fails it.
+#[test]
+fn context_edit_leaves_out_the_stubs_the_input_already_carried() {
+    let mut c = corpus("context-editing-provider");
+    let first = c.history.iter().position(|m| m.role == salvage_types::Role::Tool).unwrap();
+    c.history[first].content = "[Tool result cleared by provider context editing]".into();
+    let mut j = Journal::in_memory().unwrap();
+    let mut r = run(&c, &mut j);
+    let ce = run_checks(&r, &c, &j, 3, &CLOCK);
+    assert!(get(&ce, "context_edit").ok, "{}", get(&ce, "context_edit").detail);
+    let fresh = r
+        .history
+        .iter()
+        .rposition(|m| m.role == salvage_types::Role::Tool && !m.content.starts_with("[Tool result cleared"))
+        .unwrap();
+    r.history[fresh].content = "[Tool result cleared by provider context editing]".into();
+    let ce = run_checks(&r, &c, &j, 3, &CLOCK);
+    assert!(!get(&ce, "context_edit").ok, "{}", get(&ce, "context_edit").detail);
+}
+
+/// Review finding 3: a notice the client injected in an earlier turn, dropped by rung 2 into a
+/// transcript, was injected again, and the check counted only the final history. Now the session
+/// holding a copy counts as injected, and the check counts the input's copy too. A tool result
+/// that merely quotes the marker (source code that defines it) is no copy.
+#[test]
+fn the_payload_notice_is_not_injected_again_after_a_rung_dropped_the_inputs_copy() {
+    use salvage_recovery::payload::{notice_message, PAYLOAD_NOTICE};
+    let mut c = corpus("gateway-http413-reported");
+    c.history.insert(2, notice_message());
+    let mut j = Journal::in_memory().unwrap();
+    let mut r = run(&c, &mut j);
+    assert_eq!(r.notices, 0, "no second notice");
+    assert!(get(&run_checks(&r, &c, &j, 3, &CLOCK), "notice_once").ok);
+    // The check: a run that injected one anyway fails.
+    r.notices = 1;
+    r.history.push(notice_message());
+    let n = run_checks(&r, &c, &j, 3, &CLOCK);
+    assert!(!get(&n, "notice_once").ok, "{}", get(&n, "notice_once").detail);
+    // A quote in a tool result does not suppress the notice.
+    let mut q = corpus("gateway-http413-reported");
+    let tool = q.history.iter().position(|m| m.role == salvage_types::Role::Tool).unwrap();
+    q.history[tool].content =
+        format!("const NOTICE: &str = {PAYLOAD_NOTICE:?};\n{}", q.history[tool].content);
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&q, &mut j);
+    assert_eq!(r.notices, 1, "the notice is injected: a quote is not a copy");
+    assert!(get(&run_checks(&r, &q, &j, 3, &CLOCK), "notice_once").ok);
+}
+
+/// Review finding 4: the size the provider reported for the rejected request was never compared
+/// with attempt 0, so a replay of another request passed fidelity.
+#[test]
+fn fidelity_fails_when_the_reported_rejected_size_is_another_request() {
+    let mut c = corpus("gateway-http413-reported");
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    let first = r.sent[0].bytes;
+    c.failure.rejected_request_bytes = Some(first + first / 50);
+    assert!(get(&run_checks(&r, &c, &j, 3, &CLOCK), "fidelity").ok, "within 2 %");
+    c.failure.rejected_request_bytes = Some(first / 5);
+    let f = run_checks(&r, &c, &j, 3, &CLOCK);
+    let f = get(&f, "fidelity");
+    assert!(!f.ok && f.detail.contains("reports a rejected request"), "{}", f.detail);
+}
+
+/// Review finding 8: a body imported without a failure (its size as sent known) ran the per-turn
+/// passes on attempt 0, so attempt 0 was not the request as sent and fidelity failed.
+#[test]
+fn a_body_imported_without_a_failure_is_sent_as_it_was() {
+    let mut c = corpus("gateway-http413-reported");
+    c.failure = Default::default();
+    c.upstream = Default::default();
+    c.expect = None;
+    let mut sized = c.clone();
+    let mut req = Request { format: RequestFormat::Anthropic, bytes: None, fields: Default::default() };
+    req.bytes = Some(salvage_wire::request_bytes(&req, &c.history));
+    sized.request = Some(req);
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&sized, &mut j);
+    assert!(r.sent[0].as_sent, "attempt 0 is the body as sent");
+    assert!(get(&run_checks(&r, &sized, &j, 3, &CLOCK), "fidelity").ok);
+}
+
+/// Review finding 2: the simulated provider counted no token of the blocks a message's `wire`
+/// template carries (a text document), so a request 2.5 times over the window was accepted and
+/// the run "recovered". Now the document counts as its text would, placeholders are not counted
+/// twice, and a base64 source counts as an image.
+#[test]
+fn the_simulated_provider_counts_the_blocks_the_message_model_has_no_field_for() {
+    use salvage_replay::upstream::count_tokens;
+    let text: String = (0..3000).map(|i| format!("alpha{i} beta gamma ")).collect();
+    let plain = Message::user(text.clone());
+    let mut doc = Message::user("see the attached notes");
+    doc.wire = Some(serde_json::json!({"f": "anthropic", "m": {"role": "user", "content": [
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": text}},
+        {"$": "text", "type": "text"}
+    ]}}));
+    let (p, d) = (count_tokens(std::slice::from_ref(&plain)), count_tokens(std::slice::from_ref(&doc)));
+    assert!(d >= p, "the document counts as its text: {d} vs {p}");
+    assert!(d < p + 50, "and once: {d} vs {p}");
+    let mut pdf = Message::user("scan");
+    pdf.wire = Some(serde_json::json!({"f": "anthropic", "m": {"role": "user", "content": [
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK".repeat(5000)}}
+    ]}}));
+    let base = count_tokens(&[Message::user("scan")]);
+    assert_eq!(count_tokens(&[pdf]), base + 85, "a base64 source is not read as text");
+}

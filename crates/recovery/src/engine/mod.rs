@@ -248,6 +248,11 @@ impl Turn {
     pub fn new(mut input: TurnInput) -> Turn {
         // The turn's history is the input's, moved (the input keeps no second copy).
         let history = std::mem::take(&mut input.history);
+        // The notice is injected once per session (section 7): a copy the session already holds
+        // counts as injected, even when a rung later drops it into a transcript.
+        if crate::payload::notice_already_injected(&history) {
+            input.session.notice_injected = true;
+        }
         let ratio = input.surface.ratio();
         let max_tokens = input.model.default_output;
         Turn {

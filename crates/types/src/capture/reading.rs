@@ -91,6 +91,12 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+/// `bytes` without a leading UTF-8 byte-order mark (an editor's, or PowerShell's `Out-File`):
+/// every reader accepts one, as the importers did (review of the CLI, finding 13).
+pub fn without_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
 /// Deserializes JSON bytes into `T`, reporting errors by file and JSON path.
 pub fn from_json_bytes<T: serde::de::DeserializeOwned>(bytes: &[u8], file: &str) -> Result<T, CaptureError> {
     from_json_bytes_counted(bytes, file).map(|(value, _)| value)
@@ -107,6 +113,7 @@ pub fn from_json_bytes_counted<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     file: &str,
 ) -> Result<(T, usize), CaptureError> {
+    let bytes = without_bom(bytes);
     check_utf8(bytes, file)?;
     let values = crate::input::check_json_shape(bytes, file)?;
     // Deeply nested hostile input is refused by serde_json's recursion limit (128).
@@ -136,6 +143,7 @@ pub fn parse_capture_with(bytes: &[u8], file: &str, limits: &Limits) -> Result<C
         #[serde(default)]
         format: Option<serde_json::Value>,
     }
+    let bytes = without_bom(bytes);
     check_utf8(bytes, file)?;
     let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
     let found = match first {
@@ -201,8 +209,21 @@ impl Capture {
         if self.history.is_empty() {
             return Err(field("history", "is empty: a capture needs the history of the rejected request"));
         }
+        // A result whose call the provider holds pairs upstream only in a Responses request
+        // chained to an earlier response; anywhere else the flag would excuse an orphan the
+        // provider rejects (adversarial review of the checks, finding 6).
+        let chained = self.request.as_ref().is_some_and(|r| {
+            r.format == super::RequestFormat::OpenaiResponses
+                && r.fields.get("previous_response_id").is_some_and(serde_json::Value::is_string)
+        });
         let mut total: u64 = 0;
         for (i, m) in self.history.iter().enumerate() {
+            if m.meta.call_held_upstream && !chained {
+                return Err(field(
+                    &format!("history[{i}].meta.call_held_upstream"),
+                    "only a tool result of an openai_responses request chained with previous_response_id answers a call the provider holds",
+                ));
+            }
             if m.role == crate::message::Role::Tool
                 && m.tool_call_id.as_deref().is_none_or(|id| id.trim().is_empty())
             {
@@ -257,6 +278,44 @@ mod tests {
         let c = parse_capture(GOOD.as_bytes(), "c.json").unwrap();
         assert_eq!(c.failure.status, Some(413));
         assert_eq!(c.upstream, Upstream::default());
+    }
+
+    /// Review finding: the flag excused an orphan in any format; it is only meaningful in a
+    /// Responses request chained with `previous_response_id`.
+    #[test]
+    fn a_call_held_upstream_needs_a_chained_responses_request() {
+        let orphan =
+            r#"{"role":"tool","tool_call_id":"c9","content":"ok","meta":{"call_held_upstream":true}}"#;
+        let bare = GOOD.replace(
+            r#"{"role":"user","content":"hi"}"#,
+            &format!(r#"{{"role":"user","content":"hi"}},{orphan}"#),
+        );
+        let e = parse_capture(bare.as_bytes(), "c.json").unwrap_err().to_string();
+        assert!(e.starts_with("c.json: history[1].meta.call_held_upstream: only a tool result"), "{e}");
+        let anthropic = bare.replace(
+            r#""failure""#,
+            r#""request":{"format":"anthropic","fields":{"previous_response_id":"r1"}},"failure""#,
+        );
+        assert!(parse_capture(anthropic.as_bytes(), "c.json").is_err());
+        let unchained =
+            bare.replace(r#""failure""#, r#""request":{"format":"openai_responses","fields":{}},"failure""#);
+        assert!(parse_capture(unchained.as_bytes(), "c.json").is_err());
+        let chained = bare.replace(
+            r#""failure""#,
+            r#""request":{"format":"openai_responses","fields":{"previous_response_id":"r1"}},"failure""#,
+        );
+        assert!(parse_capture(chained.as_bytes(), "c.json").is_ok());
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_accepted() {
+        let with = [b"\xEF\xBB\xBF".as_slice(), GOOD.as_bytes()].concat();
+        assert_eq!(
+            parse_capture(&with, "c.json").unwrap(),
+            parse_capture(GOOD.as_bytes(), "c.json").unwrap()
+        );
+        let v: serde_json::Value = from_json_bytes(&with, "c.json").unwrap();
+        assert_eq!(v["id"], "x");
     }
 
     #[test]
