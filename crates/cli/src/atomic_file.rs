@@ -70,7 +70,10 @@ fn destination(path: &Path) -> std::io::Result<PathBuf> {
     // As many links as Linux follows (ELOOP past 40).
     for _ in 0..40 {
         let meta = match std::fs::symlink_metadata(&p) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                refuse_database(&p, path)?;
+                return Ok(p);
+            }
             Err(e) => return Err(e),
             Ok(m) => m,
         };
@@ -84,6 +87,7 @@ fn destination(path: &Path) -> std::io::Result<PathBuf> {
             continue;
         }
         if ft.is_file() {
+            refuse_database(&p, path)?;
             return Ok(p);
         }
         let via = if p == path { String::new() } else { format!(" (where {} leads)", path.display()) };
@@ -100,6 +104,63 @@ fn destination(path: &Path) -> std::io::Result<PathBuf> {
         std::io::ErrorKind::InvalidInput,
         format!("{}: too many levels of symbolic links", path.display()),
     ))
+}
+
+/// Checks before any work that a write to `path` can be made: what [`write_with`] refuses (not a
+/// regular file, a database) and a folder that does not exist, so a command fails before it
+/// changes anything (a `--bless`, a journal, an archive) rather than after.
+pub fn check(path: &Path) -> std::io::Result<()> {
+    let target = destination(path)?;
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a folder", dir.display()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("the folder {} does not exist", dir.display()),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// An output never replaces a SQLite database, nor the `-wal`, `-shm` or `-journal` file beside
+/// one: `-o` given the `--db` path (by mistake, or through a link) replaced the journal with a
+/// capture or a page and exited 0, every session lost (adversarial review of the CLI, finding 1).
+/// The test is the file's content (SQLite's header), so it holds whatever the path looks like.
+fn refuse_database(p: &Path, asked: &Path) -> std::io::Result<()> {
+    let via = if p == asked { String::new() } else { format!(" (where {} leads)", asked.display()) };
+    let refuse = |what: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}{via} is {what}: an output never replaces it (choose another path)", p.display()),
+        ))
+    };
+    if is_sqlite(p) {
+        return refuse("a SQLite database".into());
+    }
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for side in ["-wal", "-shm", "-journal"] {
+        if let Some(base) = name.strip_suffix(side) {
+            let db = p.with_file_name(base);
+            if is_sqlite(&db) {
+                return refuse(format!("the {side} file of the SQLite database {}", db.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// True when the file at `p` starts with SQLite's header.
+fn is_sqlite(p: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut head)).is_ok() && &head == b"SQLite format 3\0"
 }
 
 /// Bytes a [`Handoff`] gathers before handing them to the writing thread.

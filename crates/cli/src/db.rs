@@ -4,6 +4,54 @@ use crate::exit::Failure;
 use salvage_store::{Options, Store};
 use std::path::PathBuf;
 
+/// The database file this command opened, for errors found after the open (a damaged page, a
+/// table gone) to name it.
+static OPENED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// A database error found after the open, as the CLI reports it. Damage (SQLite's "malformed",
+/// "not a database", a table or column gone: a file damaged or changed behind salvage's back) is
+/// unreadable input: exit 2 naming the file. Anything else is a problem the command found (exit
+/// 1). Before, damage found by a read exited 1 without naming the file, and commands disagreed
+/// (review of the CLI, finding 5).
+pub fn failure(e: impl std::error::Error + 'static) -> Failure {
+    if is_damage(&e) {
+        let file = OPENED.get().map(|p| crate::terminal::escape(&p.display().to_string()).into_owned());
+        return Failure::Input(match file {
+            Some(f) => format!("{f}: {e} (the database is damaged or was changed outside salvage)"),
+            None => format!("{e} (the database is damaged or was changed outside salvage)"),
+        });
+    }
+    Failure::Problem(e.to_string())
+}
+
+/// True when `e` or a cause of it is SQLite reporting a damaged or foreign file.
+fn is_damage(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = cur {
+        if let Some(r) = x.downcast_ref::<rusqlite::Error>() {
+            match r {
+                rusqlite::Error::SqliteFailure(f, msg) => {
+                    use rusqlite::ErrorCode as C;
+                    if matches!(f.code, C::DatabaseCorrupt | C::NotADatabase) {
+                        return true;
+                    }
+                    let m = msg.as_deref().unwrap_or_default();
+                    if m.starts_with("no such table")
+                        || m.starts_with("no such column")
+                        || m.contains("has no column named")
+                    {
+                        return true;
+                    }
+                }
+                rusqlite::Error::InvalidColumnType(..) => return true,
+                _ => {}
+            }
+        }
+        cur = x.source();
+    }
+    false
+}
+
 /// The default database path under the current directory.
 pub const DEFAULT_DB: &str = ".salvage/salvage.db";
 
@@ -58,6 +106,7 @@ impl DbArgs {
                 )));
             }
         }
+        let _ = OPENED.set(path.to_path_buf());
         Store::open(path, &Options::default()).map_err(Failure::input)
     }
 
@@ -75,6 +124,7 @@ impl DbArgs {
     /// Opens an existing database for writing, refusing to create one.
     pub fn open_existing(&self) -> Result<Store, Failure> {
         let path = self.require_existing()?;
+        let _ = OPENED.set(path.to_path_buf());
         Store::open(path, &Options { create: false, ..Options::default() }).map_err(Failure::input)
     }
 
@@ -82,6 +132,7 @@ impl DbArgs {
     /// switch, no identity stamp), and a file the user cannot write is still readable.
     pub fn open_read(&self) -> Result<Store, Failure> {
         let path = self.require_existing()?;
+        let _ = OPENED.set(path.to_path_buf());
         Store::open(path, &Options::read_only()).map_err(Failure::input)
     }
 }

@@ -68,6 +68,19 @@ fn main() -> ExitCode {
     if std::env::var_os("SALVAGE_DB").is_some_and(|v| v.is_empty()) {
         std::env::remove_var("SALVAGE_DB");
     }
+    // A setting of ours whose value is not UTF-8 is refused by name: dropped, it read as unset
+    // and its default stood unseen (review of the CLI, finding 12). Other variables are not ours.
+    for (k, v) in std::env::vars_os() {
+        let ours = k.to_str().is_some_and(|k| k.starts_with("CHATCLI_") || k.starts_with("SALVAGE_"));
+        if ours && v.to_str().is_none() {
+            eprintln!(
+                "salvage: error: {}: the value is not UTF-8 text ({})",
+                k.to_string_lossy(),
+                terminal::escape(&v.to_string_lossy())
+            );
+            return ExitCode::from(2);
+        }
+    }
     let cli = Cli::parse();
     let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))

@@ -90,6 +90,16 @@ pub fn table(rows: &[Vec<String>]) -> String {
     s
 }
 
+/// Refuses, before any work, an output path a write would refuse (see
+/// [`crate::atomic_file::check`]), naming the option it was given to.
+pub fn check_output(option: &str, path: Option<&std::path::Path>) -> Result<(), crate::exit::Failure> {
+    match path {
+        Some(p) => crate::atomic_file::check(p)
+            .map_err(|e| crate::exit::Failure::Input(format!("{option} {}: cannot write: {e}", p.display()))),
+        None => Ok(()),
+    }
+}
+
 /// Writes a file atomically and owner-only (see [`crate::atomic_file::write`]).
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     crate::atomic_file::write(path, bytes)

@@ -98,6 +98,11 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
+/// The captures under a folder, in order. A link to a folder inside it is not followed (as `find`
+/// and ripgrep do by default): a link back up the tree replayed the same captures dozens of
+/// times, and one to `/` walked the whole file system (adversarial review of the CLI, finding
+/// 2). A link to a file is read; a folder given on the command line is walked even when it is a
+/// link.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
@@ -105,8 +110,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
         .collect();
     entries.sort();
     for p in entries {
+        let link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
         if p.is_dir() {
-            walk(&p, out)?;
+            if !link {
+                walk(&p, out)?;
+            }
         } else if p.extension().is_some_and(|e| e == "json") {
             // A FIFO or device among them is a failed row of the run (read refuses it).
             out.push(p);

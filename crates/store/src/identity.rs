@@ -160,7 +160,50 @@ fn classify(path: &Path, version: u32, names: &[String]) -> Result<Found, StoreE
             detail: "a ccr_blobs table but no salvage schema version".into(),
         });
     }
+    // Every table the migrations up to its version create: one table of the right name is no
+    // proof (a file of another application with a `ccr_blobs` table and
+    // user_version 8 was switched to WAL and stamped before a statement failed on it; review of
+    // the CLI, finding 9). Tables added beside ours are allowed.
+    if let Some(expected) = expected_names(version) {
+        let missing: Vec<&str> =
+            expected.iter().filter(|n| names.binary_search(n).is_err()).map(String::as_str).take(3).collect();
+        if !missing.is_empty() {
+            return Err(StoreError::Foreign {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "schema version {version} without salvage's {} (not salvage's, or damaged)",
+                    missing.join(", ")
+                ),
+            });
+        }
+    }
     Ok(Found::Salvage(version))
+}
+
+/// The tables (not SQLite's own) the shipped migrations up to `version` create, sorted (a
+/// trigger or an index dropped is tampering that `journal verify` reports, not another file); `None` for a version this build does not ship (a newer file is
+/// refused for its version). Worked out once per process, by applying the migrations to a
+/// database in memory.
+fn expected_names(version: u32) -> Option<&'static Vec<String>> {
+    static BY_VERSION: std::sync::OnceLock<Vec<Vec<String>>> = std::sync::OnceLock::new();
+    let all = BY_VERSION.get_or_init(|| {
+        let mut out = Vec::new();
+        let Ok(conn) = Connection::open_in_memory() else { return out };
+        for m in crate::migrations::MIGRATIONS {
+            if conn.execute_batch(m.sql).is_err() {
+                break;
+            }
+            let names: Result<Vec<String>, _> = conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+                .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
+            match names {
+                Ok(n) => out.push(n),
+                Err(_) => break,
+            }
+        }
+        out
+    });
+    usize::try_from(version).ok().and_then(|v| v.checked_sub(1)).and_then(|i| all.get(i))
 }
 
 #[cfg(test)]
@@ -197,6 +240,34 @@ mod tests {
         )
         .unwrap();
         std::fs::copy(side(&theirs, "-wal"), side(to, "-wal")).unwrap();
+    }
+
+    /// Review of the CLI, finding 9: another application's file with a `ccr_blobs` table and
+    /// user_version 8 was taken for ours, switched to WAL and stamped before a statement failed.
+    /// It is refused at the open, unchanged; ours with a table of its own added still opens.
+    #[test]
+    fn one_table_named_like_ours_is_no_proof_and_the_file_is_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("theirs.db");
+        Connection::open(&p)
+            .unwrap()
+            .execute_batch("CREATE TABLE ccr_blobs (x); PRAGMA user_version = 8;")
+            .unwrap();
+        let before = std::fs::read(&p).unwrap();
+        for opts in [Options::default(), Options::read_only()] {
+            match Store::open(&p, &opts) {
+                Err(StoreError::Foreign { detail, .. }) => {
+                    assert!(detail.contains("schema version 8 without"), "{detail}")
+                }
+                Err(e) => panic!("{e}"),
+                Ok(_) => panic!("a file with one table of ours was opened"),
+            }
+        }
+        assert_eq!(std::fs::read(&p).unwrap(), before, "the file is unchanged");
+        assert!(!side(&p, "-wal").exists());
+        let (ours, _) = ours(dir.path());
+        Connection::open(&ours).unwrap().execute_batch("CREATE TABLE mine (x)").unwrap();
+        assert!(Store::open(&ours, &Options::default()).is_ok());
     }
 
     #[test]

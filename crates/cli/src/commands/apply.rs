@@ -232,6 +232,7 @@ fn compact(
 
 /// Runs the command.
 pub fn run(args: Args, env: &BTreeMap<String, String>, clock: &dyn Clock, out: &mut Output) -> Outcome {
+    crate::output::check_output("--report", args.report.as_deref())?;
     let config = Config::from_env(env);
     for (name, why) in config.errors() {
         eprintln!("warning: {name}: {why}");

@@ -83,7 +83,7 @@ pub fn run(
 fn stats(db: &DbArgs, json: bool, clock: &dyn Clock, out: &mut Output) -> Outcome {
     let store = db.open_read()?;
     let ccr = Ccr::new(store.conn(), clock);
-    let s = ccr.stats().map_err(|e| Failure::Problem(e.to_string()))?;
+    let s = ccr.stats().map_err(crate::db::failure)?;
     if json {
         let mut v = json!(s);
         v["ratio"] = json!(s.ratio());
@@ -105,7 +105,7 @@ fn stats(db: &DbArgs, json: bool, clock: &dyn Clock, out: &mut Output) -> Outcom
 fn verify(db: &DbArgs, json: bool, clock: &dyn Clock, out: &mut Output) -> Outcome {
     let store = db.open_read()?;
     let ccr = Ccr::new(store.conn(), clock);
-    let r = ccr.verify().map_err(|e| Failure::Problem(e.to_string()))?;
+    let r = ccr.verify().map_err(crate::db::failure)?;
     if json {
         out.json(&json!({
             "checked": r.checked,
@@ -156,7 +156,7 @@ fn gc(db: &DbArgs, policy: &Retention, json: bool, clock: &dyn Clock, out: &mut 
     // A dry run only counts what would go: it writes nothing, not even a schema into an empty file.
     let store = if policy.dry_run { db.open_read()? } else { db.open_existing()? };
     let ccr = Ccr::new(store.conn(), clock);
-    let r = ccr.gc(policy).map_err(|e| Failure::Problem(e.to_string()))?;
+    let r = ccr.gc(policy).map_err(crate::db::failure)?;
     if json {
         out.json(&json!(r))?;
     } else {
@@ -178,7 +178,7 @@ fn put(db: &DbArgs, file: &std::path::Path, limit: u64, clock: &dyn Clock, out: 
     let (bytes, _) = crate::commands::read_input_file(file, limit)?;
     let store = db.open()?;
     let ccr = Ccr::new(store.conn(), clock);
-    let p = ccr.put(&bytes).map_err(|e| Failure::Problem(e.to_string()))?;
+    let p = ccr.put(&bytes).map_err(crate::db::failure)?;
     out.line(&p.key.marker())?;
     if !p.collisions.is_empty() {
         eprintln!(
@@ -205,12 +205,12 @@ fn redact(db: &DbArgs, key: &str, clock: &dyn Clock, out: &mut Output) -> Outcom
     // A blob that holds a journal message is that message's only copy: clearing it here would
     // leave every session holding the message unable to restore. `journal redact` replaces the
     // message's content instead and records it in the session's chain.
-    let target = Ccr::new(store.conn(), clock).resolve(k).map_err(|e| Failure::Problem(e.to_string()))?;
+    let target = Ccr::new(store.conn(), clock).resolve(k).map_err(crate::db::failure)?;
     let message: Option<[u8; 32]> = store
         .conn()
         .prepare("SELECT hash FROM messages WHERE ccr_key = ?1 LIMIT 1")
         .and_then(|mut st| st.query_map([&target.0[..]], |r| r.get(0))?.next().transpose())
-        .map_err(|e| Failure::Problem(e.to_string()))?;
+        .map_err(crate::db::failure)?;
     let mut j = salvage_journal::Journal::from_store(store);
     if let Some(hash) = message {
         let hex = salvage_types::CcrKey(hash).hex();
@@ -232,16 +232,15 @@ fn redact(db: &DbArgs, key: &str, clock: &dyn Clock, out: &mut Output) -> Outcom
             crate::terminal::escape(session)
         )));
     }
-    let full = Ccr::new(j.conn(), clock).redact(k).map_err(|e| Failure::Problem(e.to_string()))?;
+    let full = Ccr::new(j.conn(), clock).redact(k).map_err(crate::db::failure)?;
     // Every journal session that references the blob records the redaction.
-    let sessions = j.sessions_referencing(&full).map_err(|e| Failure::Problem(e.to_string()))?;
+    let sessions = j.sessions_referencing(&full).map_err(crate::db::failure)?;
     let now = crate::commands::now(clock);
     for s in &sessions {
         let body =
             salvage_types::event::EventBody::Redaction { keys: vec![full.hex()], counts: Default::default() };
         let id = format!("redact-{}-{s}-{}", full.short(), now.timestamp_nanos_opt().unwrap_or(0));
-        j.append(s, None, vec![salvage_journal::NewEvent::new(id, now, body)])
-            .map_err(|e| Failure::Problem(e.to_string()))?;
+        j.append(s, None, vec![salvage_journal::NewEvent::new(id, now, body)]).map_err(crate::db::failure)?;
     }
     // secure_delete zeroed the old pages; a checkpoint copies them over the file and
     // truncates the write-ahead log, which still holds the old page images.

@@ -28,6 +28,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args, out: &mut Output) -> Outcome {
+    crate::output::check_output("--output", args.output.as_deref())?;
     let size = ByteSize::parse(&args.size)
         .ok_or_else(|| Failure::Input(format!("--size: {:?} is not a size such as 10MB", args.size)))?;
     // A history larger than a capture may hold would only be refused by `replay` after minutes

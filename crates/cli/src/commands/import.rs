@@ -341,6 +341,7 @@ fn write(args: &Args, capture: &Capture, out: &mut Output) -> Outcome {
 
 /// Runs the command.
 pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outcome {
+    crate::output::check_output("--output", args.output.as_deref())?;
     if !args.no_redact {
         // The rules compile on the other core while the input is read and parsed (a thread that
         // cannot start leaves it to the first redaction).

@@ -203,7 +203,7 @@ pub fn problem(e: JournalError) -> Failure {
         JournalError::NoSession(_) | JournalError::NoEvent { .. } | JournalError::Invalid(_) => {
             Failure::Input(e.to_string())
         }
-        other => Failure::Problem(other.to_string()),
+        other => crate::db::failure(other),
     }
 }
 

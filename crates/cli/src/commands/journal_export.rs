@@ -20,6 +20,7 @@ pub fn export(
     no_redact: bool,
     out: &mut Output,
 ) -> Outcome {
+    crate::output::check_output("--output", output.as_deref())?;
     let at = at.map(|a| crate::commands::journal_points::event(j, session, &a)).transpose()?;
     let mut counts = salvage_wire::redact::Counts::new();
     let text = match format {

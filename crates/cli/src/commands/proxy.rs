@@ -7,7 +7,6 @@ use salvage_journal::Journal;
 use salvage_proxy::record::{Keep, Writer, WriterOptions, Written};
 use salvage_proxy::route::Api;
 use salvage_proxy::{Options, Proxy};
-use salvage_store::Options as StoreOptions;
 use salvage_types::config::SETTING_NAMES;
 use salvage_types::Config;
 use std::collections::BTreeMap;
@@ -78,6 +77,9 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
     result
 }
 
+/// The largest `--upstream-ca` file read (a bundle of every public root is about 250 KB).
+const MAX_CA_BYTES: u64 = 4 << 20;
+
 /// What the proxy is asked to do, from the arguments and the `CHATCLI_*` settings.
 fn options(args: &Args, settings: &BTreeMap<String, String>) -> Result<Options, Failure> {
     let upstream: salvage_proxy::server::Uri =
@@ -85,8 +87,9 @@ fn options(args: &Args, settings: &BTreeMap<String, String>) -> Result<Options, 
     let extra_roots = match &args.upstream_ca {
         None => Vec::new(),
         Some(p) => {
-            let pem =
-                std::fs::read(p).map_err(|e| Failure::Input(format!("{}: cannot read: {e}", p.display())))?;
+            // A certificate bundle is small: read bounded, a regular file only (a FIFO hung the
+            // proxy's start, /dev/zero grew it until memory ran out; review of the CLI, finding 3).
+            let pem = salvage_types::input::read_input(p, MAX_CA_BYTES, false).map_err(Failure::input)?;
             salvage_proxy::server::read_pem_certificates(&pem)
                 .map_err(|e| Failure::Input(format!("{}: {e}", p.display())))?
         }
@@ -124,7 +127,9 @@ fn writer(args: &Args, settings: BTreeMap<String, String>) -> Result<Option<Writ
     let journal = if args.no_journal {
         Journal::in_memory().map_err(Failure::input)?
     } else {
-        Journal::open(&args.db.db, &StoreOptions::default()).map_err(Failure::input)?
+        // The same `--db` rules as every command: no SQLite URI or `:memory:`, no folder made
+        // but the default one (review of the CLI, finding 11).
+        Journal::from_store(args.db.open()?)
     };
     let report = Box::new(|w: Written| match w {
         Written::Turn { session, capture: Some(c) } => {

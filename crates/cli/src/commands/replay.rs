@@ -17,10 +17,11 @@ use std::path::PathBuf;
 /// Arguments of `salvage replay`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Each capture is replayed against its simulated gateway and provider; every step is a journal event\n(see `salvage journal log SESSION`). Checks on every capture: fidelity, convergence, task kept, pairing,\nmarkers resolve, rewind accounting, notice at most once, cap only tightens.\nExit 1 when a capture misses its `expect`, fails a check, cannot be read (inside a folder) or regresses\nagainst --baseline; 2 when a file named on the command line cannot be read.\nCI: --junit FILE for test reports, --shard I/N for a job matrix, --baseline PREV.json to catch regressions.\nExample: salvage replay testdata/corpus --junit target/replay.xml --shard 1/4"
+    after_help = "Each capture is replayed against its simulated gateway and provider; every step is a journal event\n(see `salvage journal log SESSION`). Checks on every capture: fidelity, convergence, task kept, pairing,\nmarkers resolve, rewind accounting, notice at most once, cap only tightens.\nAn exhausted recovery fails convergence unless the capture expects it.\nExit 1 when a capture misses its `expect`, fails a check, cannot be read (inside a folder) or regresses\nagainst --baseline; 2 when a file named on the command line cannot be read.\nCI: --junit FILE for test reports, --shard I/N for a job matrix, --baseline PREV.json to catch regressions.\nExample: salvage replay testdata/corpus --junit target/replay.xml --shard 1/4"
 )]
 pub struct Args {
-    /// Capture files or folders (searched recursively for *.json).
+    /// Capture files or folders (searched recursively for *.json; links to folders inside them are
+    /// not followed).
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// Print the report as JSON.
@@ -52,7 +53,7 @@ pub struct Args {
     #[arg(long, value_name = "PREV.json")]
     baseline: Option<PathBuf>,
     /// The growth in percent of bytes or tokens that --baseline flags.
-    #[arg(long, default_value_t = 10.0, value_name = "PERCENT", requires = "baseline")]
+    #[arg(long, default_value_t = 10.0, value_name = "PERCENT", requires = "baseline", value_parser = percent)]
     threshold: f64,
     /// Override a setting in every capture for a what-if run (repeatable), e.g.
     /// CHATCLI_EMERGENCY_KEEP_MESSAGES=6.
@@ -380,6 +381,10 @@ pub fn run(
     clock: &dyn salvage_types::Clock,
     out: &mut Output,
 ) -> Outcome {
+    // Outputs are checked first: a run that could not write its report changes nothing (no
+    // `--bless`, no journal) before it says so.
+    crate::output::check_output("--junit", args.junit.as_deref())?;
+    crate::output::check_output("--html", args.html.as_deref())?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose().map_err(Failure::Input)?;
     let set = overrides(&args.set)?;
     let limits = crate::db::ceilings(env)?;
@@ -582,4 +587,13 @@ fn print_table(rows_in: &[Row], out: &mut Output) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A percentage for `--threshold`: finite and not negative (`nan` or `inf` would switch the
+/// regression check off unseen).
+fn percent(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a percentage (a finite number ≥ 0, e.g. 10 or 2.5)")),
+    }
 }

@@ -25,6 +25,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args, clock: &dyn salvage_types::Clock, out: &mut Output) -> Outcome {
+    crate::output::check_output("--output", Some(&args.output))?;
     // A report reads the journal: the file is not changed.
     let j = Journal::from_store(args.db.open_read()?);
     let mut rows = Vec::new();

@@ -311,10 +311,28 @@ impl<'a> Builder<'a> {
     /// kept in the messages' `wire` templates. `join` makes the first message join the one
     /// before it when the body is rebuilt (the client merges the result records of one turn).
     fn user(&mut self, r: &Rec, join: bool) -> History {
-        let content = match r.message().and_then(|m| m.get("content")) {
-            Some(c @ Value::String(_)) => c.clone(),
-            Some(Value::Array(b)) if !b.is_empty() => Value::Array(b.clone()),
-            _ => return History::new(),
+        let content = match r.message().map(|m| m.get("content")) {
+            Some(Some(c @ Value::String(_))) => c.clone(),
+            Some(Some(Value::Array(b))) if !b.is_empty() => Value::Array(b.clone()),
+            Some(Some(Value::Array(_))) => return History::new(),
+            // A user record whose message is missing, or whose content is neither text nor
+            // blocks, is not a message the client sent: refused by name, not dropped while the
+            // accounting counted it (review of the CLI, finding 7).
+            other => {
+                let (path, problem) = match other {
+                    None => (
+                        format!("line {}.message", r.line),
+                        "missing: a user record holds the message the client sent".to_string(),
+                    ),
+                    Some(None) => (format!("line {}.message.content", r.line), "missing".to_string()),
+                    Some(Some(v)) => (
+                        format!("line {}.message.content", r.line),
+                        format!("expected a string or an array of blocks, found {}", kind_of(v)),
+                    ),
+                };
+                self.error.get_or_insert(self.cx.err(&path, problem));
+                return History::new();
+            }
         };
         let msg = serde_json::json!({"role": "user", "content": content});
         self.convert(r, &msg, join)
@@ -376,7 +394,13 @@ impl<'a> Builder<'a> {
         for &i in group {
             let Some(r) = self.recs.get(i) else { continue };
             self.count_meta(r, Disposition::History);
-            let Some(m) = r.message() else { continue };
+            let Some(m) = r.message() else {
+                self.error.get_or_insert(self.cx.err(
+                    &format!("line {}.message", r.line),
+                    "missing: an assistant record holds the model's message",
+                ));
+                continue;
+            };
             if let Some(model) = m.get("model").and_then(Value::as_str).filter(|m| *m != "<synthetic>") {
                 self.model = Some(model.to_string());
             }
@@ -389,7 +413,13 @@ impl<'a> Builder<'a> {
             match m.get("content") {
                 Some(Value::Array(b)) => blocks.extend(b.iter().cloned()),
                 Some(Value::String(s)) => blocks.push(serde_json::json!({"type": "text", "text": s})),
-                _ => {}
+                other => {
+                    let found = other.map_or("nothing", kind_of);
+                    self.error.get_or_insert(self.cx.err(
+                        &format!("line {}.message.content", r.line),
+                        format!("expected a string or an array of blocks, found {found}"),
+                    ));
+                }
             }
             last = Some(i);
         }
@@ -402,5 +432,17 @@ impl<'a> Builder<'a> {
             ts: r.ts.clone(),
             change: Change::Response { messages, stop_reason, output_tokens },
         })
+    }
+}
+
+/// What a JSON value is, for an error message.
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
