@@ -170,7 +170,10 @@ fn compact_in_place(
         let before = m.content.len();
         if age >= ages.summarize {
             // Counted from the original: recalled through the preview's marker when there is one.
-            let existing = own;
+            // Only a cut of it (a preview) stands for its original; any other text of ours (a
+            // stub of another pass) has words of its own and is archived before it is replaced
+            // (review of the cut rule, finding 2).
+            let existing = own.filter(|_| salvage_types::ccr_key::is_cut(&m.content));
             let original = existing.as_deref().and_then(lookup).and_then(|b| String::from_utf8(b).ok());
             let (text, marker) = match (original, existing) {
                 (Some(orig), Some(k)) => (stub_line(&orig), Some(marker_for(&k))),

@@ -193,22 +193,27 @@ pub fn preflight(cap: Option<u64>, history_bytes: u64, already_warned: bool) -> 
     }
 }
 
-/// True when the payload notice already appears in the history: a `user` message holds its
-/// marker (the notice itself, or a summary a copy was folded into).
+/// True when the payload notice already appears in the history: the notice itself, or a summary
+/// a copy was folded into ([`is_notice_copy`]).
 ///
 /// Design decision (a copy, not a quote): the spec says "anywhere in the history, even inside a
 /// summary". The notice and the summaries are `user` messages salvage writes into the history;
-/// a tool result or an answer that quotes the marker (a file of source code that defines it, a
-/// log line) is the conversation's content, not a copy of the notice. Counting quotes made the
-/// session flag depend on what the agent happened to read: a quote in the input suppressed the
-/// notice for the whole session.
+/// a tool result, an answer or a user's question that quotes the marker (a file of source code
+/// that defines it, a log line) is the conversation's content, not a copy of the notice.
+/// Counting quotes made the session flag depend on what the agent happened to read: a quote in
+/// the input suppressed the notice for the whole session.
 pub fn notice_already_injected(history: &[Message]) -> bool {
     history.iter().any(is_notice_copy)
 }
 
-/// True when `m` is a copy of the payload notice: a `user` message holding its marker.
+/// True when `m` is a copy of the payload notice: a `user` message salvage wrote that holds its
+/// marker — the notice itself (it starts with the marker) or a summary a copy was folded into.
+/// A user's own message that mentions the marker (a question about it) is no copy: counting it
+/// suppressed the notice for the session (review of the cut rule, finding 6).
 pub fn is_notice_copy(m: &Message) -> bool {
-    m.role == salvage_types::Role::User && m.content.contains(NOTICE_MARKER)
+    let summary = m.meta.is_summary || m.content.starts_with(crate::task::SUMMARY_PREFIX);
+    m.role == salvage_types::Role::User
+        && (m.content.starts_with(NOTICE_MARKER) || (summary && m.content.contains(NOTICE_MARKER)))
 }
 
 /// The payload notice as a user message.

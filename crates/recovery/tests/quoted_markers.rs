@@ -103,6 +103,33 @@ fn microcompact_stubs_point_at_their_own_original() {
     assert_eq!(lost(&h, &out, &lookup), vec![]);
 }
 
+/// Re-review, finding 2: a tool result in the form of another pass's stub (a skill block aged
+/// out) naming a key whose original is longer was replaced by a microcompact stub counted from
+/// that original, and its own words were archived nowhere. Only a cut stands for its original.
+#[test]
+fn microcompact_archives_a_stub_of_another_pass_before_replacing_it() {
+    let mut mem = MemoryArchive::new();
+    let original = lines("orig", 1500);
+    let k = mem.put(original.as_bytes()).unwrap();
+    let words: String = (0..400).map(|i| format!("UNIQUEWORD{i} ")).collect();
+    let stub = format!("[Skill block aged out — {words}— recoverable via @recall {}]", k.marker());
+    let mut h = vec![Message::user("task"), call("c1"), Message::tool("c1", stub.clone())];
+    for i in 0..5 {
+        h.push(Message::assistant(format!("step {i}")));
+        h.push(Message::user("next"));
+    }
+    let snapshot = mem.clone();
+    let lookup = |k: &str| snapshot.get(k);
+    let mut a = Archiver::new(Some(&mut mem as &mut dyn Archive));
+    let (out, r) =
+        microcompact::microcompact(&h, 6, Ages { truncate: 2, summarize: 4 }, &mut a, &lookup).unwrap();
+    drop(a);
+    assert_eq!(r.summarized, 1, "{}", out[2].content);
+    assert!(mem.blobs().any(|b| b == stub.as_bytes()), "the stub's own words are archived");
+    let lookup = |k: &str| mem.get(k);
+    assert_eq!(lost(&h, &out, &lookup), vec![]);
+}
+
 #[test]
 fn trim_archives_reasoning_next_to_a_quoted_marker() {
     let (mut mem, marker) = seeded();

@@ -23,10 +23,6 @@ fn check(name: &str, ok: bool, detail: String) -> Check {
     Check { name: name.to_string(), ok, detail }
 }
 
-/// How far (in percent of the larger) attempt 0's size may be from the rejected size the failure
-/// reports.
-const REPORTED_SIZE_SLACK: u64 = 10;
-
 /// Check 0, fidelity: attempt 0 is the captured request as sent, its simulated size is the size
 /// the capture recorded, and a request the capture's own upstream must reject is rejected.
 fn fidelity(run: &Run, capture: &Capture) -> Check {
@@ -44,23 +40,6 @@ fn fidelity(run: &Run, capture: &Capture) -> Check {
                 false,
                 format!(
                     "attempt 0 weighs {} B in the replay but the request as sent was {want} B",
-                    first.bytes
-                ),
-            );
-        }
-    }
-    // The size the provider reported for the rejected request is the request that failed too:
-    // an attempt 0 far from it is another request (adversarial review of the checks, finding 4).
-    // Far means more than `REPORTED_SIZE_SLACK` apart: a provider may count the body a little
-    // differently (its envelope, its own serialization), never five times over.
-    if let Some(reported) = capture.failure.rejected_request_bytes {
-        let (lo, hi) = (first.bytes.min(reported), first.bytes.max(reported));
-        if hi.saturating_sub(lo).saturating_mul(100) > hi.saturating_mul(REPORTED_SIZE_SLACK) {
-            return check(
-                "fidelity",
-                false,
-                format!(
-                    "attempt 0 weighs {} B in the replay but the failure reports a rejected request of {reported} B",
                     first.bytes
                 ),
             );
@@ -366,10 +345,16 @@ fn context_edit_mirror(run: &Run, capture: &Capture) -> Check {
             .filter_map(|m| m.tool_call_id.clone())
             .collect()
     };
-    let before: std::collections::HashSet<String> = stubbed_ids(&capture.history).into_iter().collect();
-    let mut stubbed: Vec<String> =
-        stubbed_ids(&run.history).into_iter().filter(|id| !before.contains(id)).collect();
-    let mut cleared = run.provider_cleared.clone();
+    // Ids compared as multisets (a reused id stubbed twice counts twice), and the provider's as
+    // the history names them: the pairing repair sends a reused id as `ID~N` (review of the cut
+    // rule, finding 5).
+    let mut stubbed = stubbed_ids(&run.history);
+    for id in stubbed_ids(&capture.history) {
+        if let Some(at) = stubbed.iter().position(|s| *s == id) {
+            stubbed.swap_remove(at);
+        }
+    }
+    let mut cleared: Vec<String> = run.provider_cleared.iter().map(|id| as_named(id).to_string()).collect();
     stubbed.sort();
     cleared.sort();
     let ok = stubbed == cleared;
@@ -382,6 +367,15 @@ fn context_edit_mirror(run: &Run, capture: &Capture) -> Check {
             format!("the provider cleared {cleared:?} but the client stubbed {stubbed:?}")
         },
     )
+}
+
+/// A call id as the history names it: the pairing repair sends the n-th reuse of an id as
+/// `ID~N`.
+fn as_named(id: &str) -> &str {
+    match id.rsplit_once('~') {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => id,
+    }
 }
 
 /// The start of the stub the client writes for a tool result the provider cleared.

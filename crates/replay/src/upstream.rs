@@ -120,31 +120,68 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
 }
 
 /// The tokens of the blocks a message's `wire` template carries that the message model has no
-/// field for (a text document, a thinking block): their text, counted as the model reads it.
-/// Placeholders of the modeled parts (objects with a `$` key) are counted with the message; an
-/// image or a base64 source counts as an image does. Before, these blocks weighed nothing, and
-/// a request over the window with a 60 KB document in it was accepted (review of the checks,
-/// finding 2).
+/// field for (a text document, a thinking block, a code cell): their text, counted as the model
+/// reads it. Placeholders of the modeled parts (objects with a `$` key) are counted with the
+/// message. Binary content (a base64 or data-URL payload, an encrypted blob: a long run of
+/// base64 characters) counts as an image does, 85 tokens, whatever its key; identifiers and
+/// metadata (`id`, `type`, `signature`, …) count nothing. Before, these blocks weighed nothing,
+/// and a request over the window with a 60 KB document in it was accepted (review of the checks,
+/// finding 2); base64 under `data` was then read as text (re-review, finding 4).
 pub fn wire_tokens(w: &serde_json::Value) -> u64 {
     use serde_json::Value;
     match w {
         Value::Array(a) => a.iter().map(wire_tokens).fold(0, u64::saturating_add),
         Value::Object(o) if o.contains_key("$") => 0,
         Value::Object(o) => {
-            let base64 = o.get("type").and_then(Value::as_str) == Some("base64");
-            if base64 || o.get("type").and_then(Value::as_str) == Some("image") {
-                return 85;
+            let kind = o.get("type").and_then(Value::as_str);
+            if matches!(kind, Some("base64" | "image")) {
+                return MEDIA_TOKENS;
             }
             o.iter()
-                .map(|(k, v)| match (k.as_str(), v) {
-                    ("text" | "thinking" | "data", Value::String(s)) => crate::o200k::count(s),
-                    (_, Value::String(_)) => 0,
-                    (_, v) => wire_tokens(v),
+                .map(|(k, v)| match v {
+                    Value::String(_) if OPAQUE_KEYS.contains(&k.as_str()) => 0,
+                    Value::String(s) if is_binary(s) => MEDIA_TOKENS,
+                    Value::String(s) => crate::o200k::count(s),
+                    v => wire_tokens(v),
                 })
                 .fold(0, u64::saturating_add)
         }
         _ => 0,
     }
+}
+
+/// What an image (or any binary payload) counts.
+const MEDIA_TOKENS: u64 = 85;
+
+/// Keys whose strings are identifiers or metadata, not text the model reads.
+const OPAQUE_KEYS: &[&str] = &[
+    "type",
+    "id",
+    "call_id",
+    "tool_use_id",
+    "name",
+    "signature",
+    "media_type",
+    "mime_type",
+    "mimeType",
+    "format",
+    "cache_control",
+    "role",
+    "f",
+    "status",
+    "encrypted_content",
+    "url",
+    "file_id",
+    "detail",
+];
+
+/// True when `s` is a binary payload: a data URL, or a long run of base64 characters.
+fn is_binary(s: &str) -> bool {
+    if s.starts_with("data:") && s.contains(";base64,") {
+        return true;
+    }
+    s.len() >= 256
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
 }
 
 /// The wording of an overflow, per provider.

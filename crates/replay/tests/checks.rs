@@ -274,6 +274,34 @@ fn context_edit_leaves_out_the_stubs_the_input_already_carried() {
     assert!(!get(&ce, "context_edit").ok, "{}", get(&ce, "context_edit").detail);
 }
 
+/// Re-review, finding 5: a reused call id reached the provider renamed (`ID~2`, the pairing
+/// repair's), so a correct mirror was reported as a mismatch.
+#[test]
+fn context_edit_names_a_reused_id_as_the_history_does() {
+    let mut c = corpus("context-editing-provider");
+    let tools: Vec<usize> = c
+        .history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == salvage_types::Role::Tool)
+        .map(|(i, _)| i)
+        .collect();
+    let (first, fifth) = (tools[0], tools[5]);
+    let id = c.history[first].tool_call_id.clone().unwrap();
+    let old = c.history[fifth].tool_call_id.clone().unwrap();
+    c.history[fifth].tool_call_id = Some(id.clone());
+    for m in c.history.iter_mut() {
+        for call in m.tool_calls.iter_mut().filter(|call| call.id == old) {
+            call.id = id.clone();
+        }
+    }
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    assert!(r.provider_cleared.iter().any(|x| x.contains('~')), "{:?}", r.provider_cleared);
+    let ce = run_checks(&r, &c, &j, 3, &CLOCK);
+    assert!(get(&ce, "context_edit").ok, "{}", get(&ce, "context_edit").detail);
+}
+
 /// Review finding 3: a notice the client injected in an earlier turn, dropped by rung 2 into a
 /// transcript, was injected again, and the check counted only the final history. Now the session
 /// holding a copy counts as injected, and the check counts the input's copy too. A tool result
@@ -292,6 +320,15 @@ fn the_payload_notice_is_not_injected_again_after_a_rung_dropped_the_inputs_copy
     r.history.push(notice_message());
     let n = run_checks(&r, &c, &j, 3, &CLOCK);
     assert!(!get(&n, "notice_once").ok, "{}", get(&n, "notice_once").detail);
+    // A user's question that quotes the marker is no copy either (re-review, finding 6).
+    let mut asked = corpus("gateway-http413-reported");
+    let last = asked.history.len() - 1;
+    asked
+        .history
+        .insert(last, Message::user("What does [SYSTEM NOTICE — PAYLOAD LIMIT HIT] mean in your docs?"));
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&asked, &mut j);
+    assert_eq!(r.notices, 1, "the notice is injected: a question about it is not a copy");
     // A quote in a tool result does not suppress the notice.
     let mut q = corpus("gateway-http413-reported");
     let tool = q.history.iter().position(|m| m.role == salvage_types::Role::Tool).unwrap();
@@ -303,20 +340,18 @@ fn the_payload_notice_is_not_injected_again_after_a_rung_dropped_the_inputs_copy
     assert!(get(&run_checks(&r, &q, &j, 3, &CLOCK), "notice_once").ok);
 }
 
-/// Review finding 4: the size the provider reported for the rejected request was never compared
-/// with attempt 0, so a replay of another request passed fidelity.
+/// Review finding 4 asked fidelity to compare attempt 0 with the failure's reported rejected size.
+/// That number is often the gateway's limit, not the request's size ("exceeds the limit of N
+/// bytes"; the proxy and the importer read it either way and model the cap from it), so the
+/// comparison was taken back after the re-review showed it failing genuine captures: a reported
+/// size far from attempt 0 is no fidelity failure.
 #[test]
-fn fidelity_fails_when_the_reported_rejected_size_is_another_request() {
+fn a_reported_size_that_is_the_limit_is_no_fidelity_failure() {
     let mut c = corpus("gateway-http413-reported");
     let mut j = Journal::in_memory().unwrap();
     let r = run(&c, &mut j);
-    let first = r.sent[0].bytes;
-    c.failure.rejected_request_bytes = Some(first + first / 50);
-    assert!(get(&run_checks(&r, &c, &j, 3, &CLOCK), "fidelity").ok, "within 2 %");
-    c.failure.rejected_request_bytes = Some(first / 5);
-    let f = run_checks(&r, &c, &j, 3, &CLOCK);
-    let f = get(&f, "fidelity");
-    assert!(!f.ok && f.detail.contains("reports a rejected request"), "{}", f.detail);
+    c.failure.rejected_request_bytes = Some(r.sent[0].bytes / 5);
+    assert!(get(&run_checks(&r, &c, &j, 3, &CLOCK), "fidelity").ok);
 }
 
 /// Review finding 8: a body imported without a failure (its size as sent known) ran the per-turn
@@ -360,4 +395,22 @@ fn the_simulated_provider_counts_the_blocks_the_message_model_has_no_field_for()
     ]}}));
     let base = count_tokens(&[Message::user("scan")]);
     assert_eq!(count_tokens(&[pdf]), base + 85, "a base64 source is not read as text");
+}
+
+/// Re-review, findings 3 and 4: base64 under any key (audio `data`, a data-URL `file_data`) is a
+/// binary payload, counted as an image, not read as text; text under any key (a code cell) is
+/// counted; identifiers and signatures are not.
+#[test]
+fn wire_blocks_count_text_as_text_and_binary_as_media() {
+    use salvage_replay::upstream::wire_tokens;
+    let b64 = "SUQzBAAAAAAAI1RTU0UAAAAPAAADTGF2ZjU4Ljc2LjEwMAAAAAAAAAAAAAAA".repeat(700);
+    let audio = serde_json::json!([{"type": "input_audio", "input_audio": {"data": b64, "format": "mp3"}}]);
+    assert_eq!(wire_tokens(&audio), 85);
+    let pdf = serde_json::json!([{"type": "file", "file": {"file_data": format!("data:application/pdf;base64,{b64}"), "filename": "a.pdf"}}]);
+    assert!(wire_tokens(&pdf) < 100, "{}", wire_tokens(&pdf));
+    let code: String = (0..500).map(|i| format!("print({i})\n")).collect();
+    let cell = serde_json::json!([{"type": "code_interpreter_call", "id": "ci_1", "code": code.clone()}]);
+    assert!(wire_tokens(&cell) >= salvage_replay::o200k::count(&code));
+    let thinking = serde_json::json!([{"type": "thinking", "thinking": "short", "signature": b64}]);
+    assert_eq!(wire_tokens(&thinking), salvage_replay::o200k::count("short"));
 }

@@ -23,27 +23,41 @@ pub const CUT_JOINTS: &[&str] = &[
     "…[tool markup compacted, # chars]",
 ];
 
+/// The most pieces a cut is made of (a cut of a cut of a cut has a handful).
+const MAX_PIECES: usize = 64;
+
+/// The fewest bytes a piece between two joints keeps.
+const MIN_INNER_PIECE: usize = 16;
+
 /// The longest joint, in bytes, with room for its numbers.
 const JOINT_MAX: usize = 128;
 
-/// Matches `template` (with `#` for 1+ digits) against the start of `s`: the length it covers
+/// Matches `template` (with `#` for a number) against the start of `s`: the length it covers
 /// when `s` starts with a whole joint; `Err(true)` when `s` ends inside the joint (all of `s`
-/// fits the joint's start); `Err(false)` when they differ.
-fn match_joint(template: &str, s: &str) -> Result<usize, bool> {
-    let (t, b) = (template.as_bytes(), s.as_bytes());
+/// fits the joint's start); `Err(false)` when they differ. A number is a count salvage wrote of
+/// bytes or characters of the original: no more digits than `max` has, and (when whole) not over
+/// `max`, so a joint cannot carry a run of digits of its own (review of the cut rule, finding 1).
+/// With `reversed`, `template` and `s` are read backwards (the end of a joint) and so are the
+/// numbers.
+fn match_joint(template: &[u8], s: &[u8], max: u64, reversed: bool) -> Result<usize, bool> {
     let (mut i, mut j) = (0usize, 0usize);
-    while let Some(&tc) = t.get(i) {
+    while let Some(&tc) = template.get(i) {
         if tc == b'#' {
-            let digits = b.get(j..).unwrap_or_default().iter().take_while(|c| c.is_ascii_digit()).count();
-            if j.saturating_add(digits) >= b.len() {
-                return Err(true);
-            }
-            if digits == 0 {
+            let run = s.get(j..).unwrap_or_default();
+            let digits = run.iter().take_while(|c| c.is_ascii_digit()).count();
+            let whole = j.saturating_add(digits) < s.len();
+            if digits == 0 && whole {
                 return Err(false);
+            }
+            if !number_ok(run.get(..digits).unwrap_or_default(), max, reversed, whole) {
+                return Err(false);
+            }
+            if !whole {
+                return Err(true);
             }
             j = j.saturating_add(digits);
         } else {
-            match b.get(j) {
+            match s.get(j) {
                 None => return Err(true),
                 Some(&c) if c == tc => j = j.saturating_add(1),
                 Some(_) => return Err(false),
@@ -54,32 +68,54 @@ fn match_joint(template: &str, s: &str) -> Result<usize, bool> {
     Ok(j)
 }
 
+/// True when a run of digits can be a count of at most `max`: no more digits than `max` has and,
+/// when the run is whole, a value not over `max`.
+fn number_ok(run: &[u8], max: u64, reversed: bool, whole: bool) -> bool {
+    let width = max.checked_ilog10().map_or(1, |d| d.saturating_add(1)) as usize;
+    if run.len() > width {
+        return false;
+    }
+    if !whole {
+        return true;
+    }
+    let text: String = if reversed {
+        run.iter().rev().map(|b| *b as char).collect()
+    } else {
+        run.iter().map(|b| *b as char).collect()
+    };
+    text.parse::<u64>().is_ok_and(|v| v <= max)
+}
+
 /// The length of the whole joint `s` starts with, if it starts with one.
-fn joint_at(s: &str) -> Option<usize> {
-    CUT_JOINTS.iter().find_map(|t| match_joint(t, s).ok())
+fn joint_at(s: &str, max: u64) -> Option<usize> {
+    CUT_JOINTS.iter().find_map(|t| match_joint(t.as_bytes(), s.as_bytes(), max, false).ok())
 }
 
 /// True when all of `s` is the beginning of some joint (a cut of a cut ended inside it).
-fn joint_start(s: &str) -> bool {
-    !s.is_empty() && CUT_JOINTS.iter().any(|t| match_joint(t, s) == Err(true))
+fn joint_start(s: &str, max: u64) -> bool {
+    !s.is_empty()
+        && CUT_JOINTS.iter().any(|t| match_joint(t.as_bytes(), s.as_bytes(), max, false) == Err(true))
 }
 
 /// True when all of `s` is the end of some joint (a cut of a cut began inside it): `s` reversed
 /// is the beginning of the joint reversed.
-fn joint_end(s: &str) -> bool {
+fn joint_end(s: &str, max: u64) -> bool {
     if s.is_empty() {
         return false;
     }
-    let rs: String = s.chars().rev().collect();
+    let rs: Vec<u8> = s.bytes().rev().collect();
     CUT_JOINTS.iter().any(|t| {
-        let rt: String = t.chars().rev().collect();
-        matches!(match_joint(&rt, &rs), Ok(n) if n == rs.len()) || match_joint(&rt, &rs) == Err(true)
+        let rt: Vec<u8> = t.bytes().rev().collect();
+        match match_joint(&rt, &rs, max, true) {
+            Ok(n) => n == rs.len(),
+            Err(partial) => partial,
+        }
     })
 }
 
 /// `piece` without what a cut of a cut can leave at its edges: the end of a joint at its start
 /// (not for the first piece, which is the original's head) and the start of one at its end.
-fn trimmed(piece: &str, first: bool) -> &str {
+fn trimmed(piece: &str, first: bool, max: u64) -> &str {
     let mut p = piece;
     if !first {
         // The longest start of `p` (within a joint's length) that is the end of a joint.
@@ -87,7 +123,7 @@ fn trimmed(piece: &str, first: bool) -> &str {
             .char_indices()
             .map(|(i, c)| i.saturating_add(c.len_utf8()))
             .take_while(|e| *e <= JOINT_MAX)
-            .filter(|e| p.get(..*e).is_some_and(joint_end))
+            .filter(|e| p.get(..*e).is_some_and(|x| joint_end(x, max)))
             .last();
         if let Some(e) = cut {
             p = p.get(e..).unwrap_or_default();
@@ -99,7 +135,7 @@ fn trimmed(piece: &str, first: bool) -> &str {
         .char_indices()
         .map(|(i, _)| i)
         .filter(|i| *i >= from)
-        .find(|i| p.get(*i..).is_some_and(joint_start));
+        .find(|i| p.get(*i..).is_some_and(|x| joint_start(x, max)));
     match cut {
         Some(i) => p.get(..i).unwrap_or_default(),
         None => p,
@@ -107,13 +143,13 @@ fn trimmed(piece: &str, first: bool) -> &str {
 }
 
 /// The pieces of `body` between the whole joints in it, in order.
-fn pieces(body: &str) -> Vec<&str> {
+fn pieces(body: &str, max: u64) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0usize;
     let mut at = 0usize;
     while let Some(rel) = body.get(at..).and_then(|r| r.find(['\n', '…'])) {
         let pos = at.saturating_add(rel);
-        match body.get(pos..).and_then(joint_at) {
+        match body.get(pos..).and_then(|x| joint_at(x, max)) {
             Some(len) => {
                 out.push(body.get(start..pos).unwrap_or_default());
                 start = pos.saturating_add(len);
@@ -137,9 +173,20 @@ pub fn derivable(body: &str, original: &str) -> bool {
     if body.is_empty() || body.len() >= original.len() {
         return false;
     }
+    let max = u64::try_from(original.len()).unwrap_or(u64::MAX);
+    let pieces = pieces(body, max);
+    // Real cuts have a few long pieces: many joints, or short pieces between them, would let a
+    // choice of the original's words say something of its own (review of the cut rule, 8).
+    if pieces.len() > MAX_PIECES {
+        return false;
+    }
+    let last = pieces.len().saturating_sub(1);
     let mut pos = 0usize;
-    for (i, piece) in pieces(body).into_iter().enumerate() {
-        let p = trimmed(piece, i == 0);
+    for (i, piece) in pieces.into_iter().enumerate() {
+        let p = trimmed(piece, i == 0, max);
+        if i > 0 && i < last && p.len() < MIN_INNER_PIECE {
+            return false;
+        }
         if i == 0 {
             if p.is_empty() || !original.starts_with(p) {
                 return false;
@@ -231,6 +278,40 @@ mod tests {
         assert!(!derivable("line 7 of the original\n", &o));
         assert!(!derivable(&o, &o));
         assert!(!derivable("", &o));
+    }
+
+    /// The re-review's cases: digits a joint carries beyond a count of the original (a long run,
+    /// a value over the original's length, a run at a piece's edge), and a choice of short
+    /// pieces of the original spelling something of its own.
+    #[test]
+    fn joints_carry_no_digits_of_their_own_and_pieces_are_few_and_long() {
+        let o = original();
+        let (h, t) = (head(&o, 300), crate::truncate::tail(&o, 300));
+        let many = "4111111111111111".repeat(100);
+        assert!(!derivable(
+            &format!("{h}\n\n... [{many} chars omitted for context efficiency] ...\n\n{t}"),
+            &o
+        ));
+        assert!(!derivable(
+            &format!("{h}\n[... 4111111111111111 chars of tool result omitted (0123456789 total) ...]\n{t}"),
+            &o
+        ));
+        assert!(
+            !derivable(&format!("{h}…[tool markup compacted, 5551234567 chars]{t}"), &o),
+            "over the original's length"
+        );
+        assert!(!derivable(&format!("{h}\n[... 98765432109876543210987654321"), &o), "a long run at the end");
+        let digits77 = "27".repeat(38);
+        assert!(!derivable(
+            &format!("{h}\n... [truncated] ...\n{digits77}7 chars omitted from old tool result ...]\n{t}"),
+            &o
+        ));
+        // Counts within the original's length are what salvage writes.
+        let n = o.len() - 600;
+        assert!(derivable(&format!("{h}\n\n... [{n} chars omitted for context efficiency] ...\n\n{t}"), &o));
+        // Short pieces between joints: a selection of words.
+        let pick = format!("{h}\n... [truncated] ...\nline 2999\n... [truncated] ...\nof the\n... [truncated] ...\noriginal\n");
+        assert!(!derivable(&pick, &o));
     }
 
     #[test]
