@@ -199,7 +199,10 @@ capture("verbatim-recall-result", "a recall result asked for in full sits in the
 img = chat(6, 4000, 44)
 img[1]["images"] = [{"media_type": "image/png", "data": png(64, 48)}]
 img[3]["images"] = [{"media_type": "image/png", "data": png(32, 32)}, {"url": "https://example.invalid/diagram.png"}]
-capture("images-in-history", "vision inputs count toward the weight", img, F(400, "prompt is too long"), model(7000, "anthropic"), E("recovered"), settings=NOCOMPACT, surface="chat")
+# Windows below attempt 0's real tokens (the simulation rejects the captured request, so the
+# recovery is judged by it, not by an upstream that accepts everything) and above the recovered
+# request's: images-in-history 4 394 real tokens at attempt 0, 2 939 after rung 1.
+capture("images-in-history", "vision inputs count toward the weight", img, F(400, "prompt is too long"), model(4000, "anthropic"), E("recovered"), settings=NOCOMPACT, surface="chat")
 na = [sysmsg(), {"role": "user", "content": "Corrija o teste que falha — 日本語のログも確認して。 Ça marche? 🚀"}]
 for t in range(20):
     na.append({"role": "assistant", "content": ("análise do erro: o banco está bloqueado — " + "データベースがロックされています。" * 40 + " ") * 3})
@@ -294,19 +297,19 @@ capture("waffles-org-403-is-auth", "a 403 naming the organisation waffles-inc is
             ev("provider_error", "behavior.md §2: signals match as words", count=1, **{"class": "auth"})]), provider="openai", model="gpt-4o")
 capture("llamacpp-500-context-size", "llama.cpp's exceed_context_size_error sent with HTTP 500: the phrase wins", chat(12, 9000, 63),
         F(500, '{"error":{"code":500,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}'),
-        {}, E("recovered", events=[ev("provider_error", "behavior.md §2 additions: llama.cpp", min=1, **{"class": "context_overflow"})]), provider="openai", model="local-llama", settings=NOCOMPACT, surface="chat")
+        model(12000, "openai"), E("recovered", events=[ev("provider_error", "behavior.md §2 additions: llama.cpp", min=1, **{"class": "context_overflow"})]), provider="openai", model="local-llama", settings=NOCOMPACT, surface="chat")
 capture("tgi-422-inputs-tokens", "Hugging Face TGI's 422 'inputs tokens + max_new_tokens must be <= N' is an overflow", chat(12, 9000, 64),
         F(422, '{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 8192. Given: 9000 `inputs` tokens and 1024 `max_new_tokens`","error_type":"validation"}'),
-        {}, E("recovered", events=[ev("provider_error", "behavior.md §2 additions: TGI, status rule with 422", min=1, **{"class": "context_overflow"})]), provider="openai", model="tgi", settings=NOCOMPACT, surface="chat")
+        model(12000, "openai"), E("recovered", events=[ev("provider_error", "behavior.md §2 additions: TGI, status rule with 422", min=1, **{"class": "context_overflow"})]), provider="openai", model="tgi", settings=NOCOMPACT, surface="chat")
 orph = agent(6, 3000, 65) + [{"role": "tool", "tool_call_id": "ghost", "content": "stray result " + prose(3000, 65)}, {"role": "user", "content": "Find why two_openers is flaky and fix it."}]
 capture("orphan-result-is-recallable", "an orphan tool result dropped by rung 1 stays recallable through the notice's marker", orph,
-        F(400, "prompt is too long"), model(60000, "anthropic"), E("recovered", level=1, events=[
+        F(400, "prompt is too long"), model(6000, "anthropic"), E("recovered", level=1, events=[  # 6 261 real tokens at attempt 0, 5 868 after rung 1
             ev("recovery_attempt", "behavior.md §6: orphans are archived and their marker is in the notice", count=1, rung=1, outcome="applied")]), settings=NOCOMPACT)
 
 # The defects of "The guarantees hold on hostile content" that a capture can reach, one each.
 vllm = "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"This model's maximum context length is 6048 tokens. However, you requested 6616 tokens (568 in the messages, 6048 in the completion). Please reduce the length of the messages or completion.\", 'type': 'BadRequestError', 'param': None, 'code': 400}"
 capture("vllm-400-maximum-context-length", "vLLM's 'maximum context length is N tokens. However, you requested M tokens' is an overflow", chat(12, 9000, 67),
-        F(400, vllm), {}, E("recovered", events=[ev("provider_error", "behavior.md §2 additions: vLLM", min=1, **{"class": "context_overflow"})]),
+        F(400, vllm), model(12000, "openai"), E("recovered", events=[ev("provider_error", "behavior.md §2 additions: vLLM", min=1, **{"class": "context_overflow"})]),
         provider="openai", model="vllm-served", settings=NOCOMPACT, surface="chat")
 capture("error-403-status-in-text-only", "'Error 403.' with no status: the status token in the text classifies it (auth, not unknown)", small,
         F(None, "Error 403."), {}, E("not_recoverable", events=[
@@ -314,7 +317,7 @@ capture("error-403-status-in-text-only", "'Error 403.' with no status: the statu
 mb = chat(6, 4000, 68)
 mb[1]["images"] = [{"media_type": "image/png", "data": "データ" * 30000}]
 capture("multibyte-image-data", "an image whose data holds 270 KB of multibyte text: weighed without slicing inside a character", mb,
-        F(400, "prompt is too long"), model(7000, "anthropic"), E("recovered", events=[
+        F(400, "prompt is too long"), model(4000, "anthropic"), E("recovered", events=[  # 4 237 real tokens at attempt 0
             ev("recovery_attempt", "behavior.md §4: the ladder runs on a history whose image data is not base64", min=1, outcome="applied")]), settings=NOCOMPACT, surface="chat")
 capture("tool-result-limit-below-preview", "CHATCLI_TOOL_RESULT_MAX_CHARS=50, below the preview's head and tail: applied, originals archived", agent(6, 30000, 69),
         F(), model(400000, "anthropic"), E("no_failure", events=[
