@@ -161,50 +161,45 @@ fn classify(path: &Path, version: u32, names: &[String]) -> Result<Found, StoreE
         });
     }
     // Every table the migrations up to its version create: one table of the right name is no
-    // proof (a file of another application with a `ccr_blobs` table and
-    // user_version 8 was switched to WAL and stamped before a statement failed on it; review of
-    // the CLI, finding 9). Tables added beside ours are allowed.
-    if let Some(expected) = expected_names(version) {
-        let missing: Vec<&str> =
-            expected.iter().filter(|n| names.binary_search(n).is_err()).map(String::as_str).take(3).collect();
-        if !missing.is_empty() {
-            return Err(StoreError::Foreign {
-                path: path.to_path_buf(),
-                detail: format!(
-                    "schema version {version} without salvage's {} (not salvage's, or damaged)",
-                    missing.join(", ")
-                ),
-            });
-        }
+    // proof (a file of another application with a `ccr_blobs` table and user_version 8 was
+    // switched to WAL and stamped before a statement failed on it; review of the CLI, finding 9).
+    // Tables added beside ours are allowed; a trigger or an index dropped is tampering that
+    // `journal verify` reports, not another file.
+    let missing: Vec<&str> = TABLES
+        .iter()
+        .filter(|(_, since)| *since <= version)
+        .map(|(name, _)| *name)
+        .filter(|n| names.binary_search_by(|x| x.as_str().cmp(n)).is_err())
+        .take(3)
+        .collect();
+    if !missing.is_empty() {
+        return Err(StoreError::Foreign {
+            path: path.to_path_buf(),
+            detail: format!(
+                "schema version {version} without salvage's {} (not salvage's, or damaged)",
+                missing.join(", ")
+            ),
+        });
     }
     Ok(Found::Salvage(version))
 }
 
-/// The tables (not SQLite's own) the shipped migrations up to `version` create, sorted (a
-/// trigger or an index dropped is tampering that `journal verify` reports, not another file); `None` for a version this build does not ship (a newer file is
-/// refused for its version). Worked out once per process, by applying the migrations to a
-/// database in memory.
-fn expected_names(version: u32) -> Option<&'static Vec<String>> {
-    static BY_VERSION: std::sync::OnceLock<Vec<Vec<String>>> = std::sync::OnceLock::new();
-    let all = BY_VERSION.get_or_init(|| {
-        let mut out = Vec::new();
-        let Ok(conn) = Connection::open_in_memory() else { return out };
-        for m in crate::migrations::MIGRATIONS {
-            if conn.execute_batch(m.sql).is_err() {
-                break;
-            }
-            let names: Result<Vec<String>, _> = conn
-                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
-                .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
-            match names {
-                Ok(n) => out.push(n),
-                Err(_) => break,
-            }
-        }
-        out
-    });
-    usize::try_from(version).ok().and_then(|v| v.checked_sub(1)).and_then(|i| all.get(i))
-}
+/// Salvage's tables and the schema version that created each (no migration drops one). A constant,
+/// not worked out from the migrations at every open (that cost a cold command 4 ms); the test
+/// `the_tables_of_each_version_are_the_migrations` keeps it equal to what they create.
+const TABLES: &[(&str, u32)] = &[
+    ("ccr_blobs", 1),
+    ("ccr_refs", 1),
+    ("deleted_sessions", 3),
+    ("event_blobs", 2),
+    ("event_blobs_unvouched", 8),
+    ("events", 2),
+    ("message_redactions", 4),
+    ("messages", 2),
+    ("session_deletions", 3),
+    ("sessions", 2),
+    ("snapshots", 2),
+];
 
 #[cfg(test)]
 mod tests {
@@ -240,6 +235,24 @@ mod tests {
         )
         .unwrap();
         std::fs::copy(side(&theirs, "-wal"), side(to, "-wal")).unwrap();
+    }
+
+    #[test]
+    fn the_tables_of_each_version_are_the_migrations() {
+        let conn = Connection::open_in_memory().unwrap();
+        for m in crate::migrations::MIGRATIONS {
+            conn.execute_batch(m.sql).unwrap();
+            let made: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let listed: Vec<&str> =
+                super::TABLES.iter().filter(|(_, v)| *v <= m.version).map(|(n, _)| *n).collect();
+            assert_eq!(made, listed, "version {}", m.version);
+        }
     }
 
     /// Review of the CLI, finding 9: another application's file with a `ccr_blobs` table and
