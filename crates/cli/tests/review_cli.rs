@@ -222,3 +222,27 @@ fn a_capture_with_a_byte_order_mark_replays() {
     let o = salvage(dir.path(), &["replay", "bom.json", "--no-journal"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// Finding 11: a `--listen` address that cannot be had left the journal and the captures folder
+/// the proxy had already made.
+#[test]
+fn a_proxy_that_cannot_listen_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = salvage(
+        dir.path(),
+        &[
+            "proxy",
+            "--upstream",
+            "https://api.anthropic.com",
+            "--listen",
+            "192.0.2.1:0",
+            "--db",
+            "p.db",
+            "--captures",
+            "caps",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--listen 192.0.2.1:0"), "{}", stderr(&o));
+    assert!(!dir.path().join("p.db").exists() && !dir.path().join("caps").exists());
+}

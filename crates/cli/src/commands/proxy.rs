@@ -64,6 +64,11 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
     let options = options(&args, &settings)?;
     let listen: std::net::SocketAddr =
         args.listen.parse().map_err(|e| Failure::Input(format!("--listen {}: {e}", args.listen)))?;
+    // Bound before the journal or the captures folder is made: an address that cannot be had
+    // leaves nothing behind (review of the CLI, finding 11).
+    let bound = std::net::TcpListener::bind(listen)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| Failure::Input(format!("--listen {listen}: {e}")))?;
     let writer = writer(&args, settings)?;
     let proxy = Proxy::new(options, writer, Box::new(|line: &str| eprintln!("salvage proxy: {line}")))
         .map_err(Failure::input)?;
@@ -71,7 +76,7 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
         .enable_all()
         .build()
         .map_err(|e| Failure::Problem(format!("runtime: {e}")))?;
-    let result = rt.block_on(serve(&args, listen, proxy.clone(), out));
+    let result = rt.block_on(serve(&args, bound, proxy.clone(), out));
     proxy.flush();
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
     result
@@ -149,13 +154,12 @@ fn writer(args: &Args, settings: BTreeMap<String, String>) -> Result<Option<Writ
 /// Listens and serves until SIGINT or SIGTERM.
 async fn serve(
     args: &Args,
-    listen: std::net::SocketAddr,
+    bound: std::net::TcpListener,
     proxy: Proxy,
     out: &mut Output,
 ) -> Result<(), Failure> {
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| Failure::Input(format!("--listen {listen}: {e}")))?;
+    let listener = tokio::net::TcpListener::from_std(bound)
+        .map_err(|e| Failure::Input(format!("--listen {}: {e}", args.listen)))?;
     let local = listener.local_addr().map_err(|e| Failure::Problem(e.to_string()))?;
     out.line(&format!("listening on http://{local} -> {}", args.upstream))?;
     out.flush()?;
