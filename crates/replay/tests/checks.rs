@@ -414,3 +414,30 @@ fn wire_blocks_count_text_as_text_and_binary_as_media() {
     let thinking = serde_json::json!([{"type": "thinking", "thinking": "short", "signature": b64}]);
     assert_eq!(wire_tokens(&thinking), salvage_replay::o200k::count("short"));
 }
+
+/// The corpus proves recoveries only against an upstream that rejects the captured request: a
+/// capture that recovers while its own simulation accepted attempt 0 was judged by an upstream
+/// that accepts everything (six did, until their windows were set under attempt 0's real tokens).
+#[test]
+fn every_recovery_in_the_corpus_starts_from_a_simulated_rejection() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus");
+    let mut recovered = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let c = read_capture(&p).unwrap();
+        let mut j = Journal::in_memory().unwrap();
+        let r = run(&c, &mut j);
+        if r.outcome == salvage_types::capture::Outcome::Recovered {
+            recovered += 1;
+            assert!(
+                matches!(r.first_class, Some((_, true))),
+                "{}: attempt 0 was accepted by its simulation",
+                c.id
+            );
+        }
+    }
+    assert!(recovered >= 40, "{recovered} recoveries in the corpus");
+}
