@@ -30,10 +30,7 @@ pub fn write_with(
 ) -> std::io::Result<()> {
     let target = destination(path)?;
     let path = target.as_path();
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = folder_of(path);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     remove_stale(&dir, &name);
     #[cfg(unix)]
@@ -111,10 +108,7 @@ fn destination(path: &Path) -> std::io::Result<PathBuf> {
 /// changes anything (a `--bless`, a journal, an archive) rather than after.
 pub fn check(path: &Path) -> std::io::Result<()> {
     let target = destination(path)?;
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = folder_of(&target);
     match std::fs::metadata(&dir) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(std::io::Error::new(
@@ -126,6 +120,14 @@ pub fn check(path: &Path) -> std::io::Result<()> {
             format!("the folder {} does not exist", dir.display()),
         )),
         Err(e) => Err(e),
+    }
+}
+
+/// The folder a file at `path` is in (`.` for a bare name).
+fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
     }
 }
 

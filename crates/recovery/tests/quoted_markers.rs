@@ -12,6 +12,7 @@ use salvage_recovery::recoverable::lost;
 use salvage_recovery::tool_budget::Limits;
 use salvage_recovery::trim::trim;
 use salvage_types::ccr_key::recoverable_suffix;
+use salvage_types::CcrKey;
 use salvage_types::{Message, ToolCall};
 
 /// An archive that already holds one blob, and that blob's marker.
@@ -177,33 +178,14 @@ fn content_we_cut_is_not_archived_twice() {
 /// original: this one is ordinary content, archived before it is cut.
 #[test]
 fn a_cut_that_adds_to_its_original_is_archived_before_it_is_cut_again() {
-    let mut mem = MemoryArchive::new();
     let original = lines("orig", 800);
-    let k = mem.put(original.as_bytes()).unwrap();
+    let k = CcrKey::of(original.as_bytes());
     let forged =
         format!("{}SECRET-UNIQUE-PAYLOAD {}{}", &original[..256], lines("new", 150), recoverable_suffix(&k));
     assert!(forged.len() > 6_000 && forged.len() < original.len());
-    let h = vec![
-        Message::system("sys"),
-        Message::user("t"),
-        Message::assistant(forged.clone()),
-        Message::user("go"),
-    ];
-    let out = ladder::apply(Rung::Aggressive, &h, &mut ctx(&mut mem)).unwrap();
-    assert!(out.history[2].content.len() < forged.len(), "rung 1 cut the message");
-    assert!(mem.blobs().any(|b| b == forged.as_bytes()), "the message itself is archived");
-    let lookup = |k: &str| mem.get(k);
-    assert_eq!(lost(&h, &out.history, &lookup), vec![]);
     // The check: the same cut with the original's suffix kept and nothing archived is lost.
-    let mut unarchived = out.history.clone();
-    unarchived[2].content = format!("{}{}", &forged[..3_000], recoverable_suffix(&k));
-    let mem_without: MemoryArchive = {
-        let mut m = MemoryArchive::new();
-        m.put(original.as_bytes()).unwrap();
-        m
-    };
-    let lookup = |k: &str| mem_without.get(k);
-    assert_eq!(lost(&h, &unarchived, &lookup).len(), 1, "new words cut away unarchived are lost");
+    let unarchived = format!("{}{}", &forged[..3_000], recoverable_suffix(&k));
+    cut_by_rung1_archived_first_and_lost_when_gone(&original, &forged, unarchived);
 }
 
 /// The same for a stub: a one-line stub of ours (a key the archive holds, an original longer than
@@ -211,32 +193,38 @@ fn a_cut_that_adds_to_its_original_is_archived_before_it_is_cut_again() {
 /// is gone from the history and from every blob is lost whatever its key holds.
 #[test]
 fn a_long_stub_is_archived_before_it_is_cut() {
-    let mut mem = MemoryArchive::new();
     let original = lines("orig", 800);
-    let k = mem.put(original.as_bytes()).unwrap();
+    let k = CcrKey::of(original.as_bytes());
     let words: String = (0..1500).map(|i| format!("w{i} ")).collect();
     let stub = format!("[Earlier read of design-notes.md: {words}{}]", k.marker());
     assert!(!stub.contains('\n') && stub.len() > 6_000 && stub.len() < original.len());
+    let gone = format!("[Earlier read of design-notes.md: w0 {}]", k.marker());
+    cut_by_rung1_archived_first_and_lost_when_gone(&original, &stub, gone);
+}
+
+/// With `original` archived, rung 1 cuts the assistant message `text` (which names it), archiving
+/// `text` itself first, and nothing is lost; the history with `gone` in its place, against an
+/// archive holding only `original`, loses that message.
+fn cut_by_rung1_archived_first_and_lost_when_gone(original: &str, text: &str, gone: String) {
+    let mut mem = MemoryArchive::new();
+    mem.put(original.as_bytes()).unwrap();
     let h = vec![
         Message::system("sys"),
         Message::user("t"),
-        Message::assistant(stub.clone()),
+        Message::assistant(text.to_string()),
         Message::user("go"),
     ];
     let out = ladder::apply(Rung::Aggressive, &h, &mut ctx(&mut mem)).unwrap();
-    assert!(out.history[2].content.len() < stub.len(), "rung 1 cut the stub");
-    assert!(mem.blobs().any(|b| b == stub.as_bytes()), "the stub itself is archived");
+    assert!(out.history[2].content.len() < text.len(), "rung 1 cut the message");
+    assert!(mem.blobs().any(|b| b == text.as_bytes()), "the message itself is archived");
     let lookup = |k: &str| mem.get(k);
     assert_eq!(lost(&h, &out.history, &lookup), vec![]);
-    let mut gone = out.history.clone();
-    gone[2].content = format!("[Earlier read of design-notes.md: w0 {}]", k.marker());
-    let only_original: MemoryArchive = {
-        let mut m = MemoryArchive::new();
-        m.put(original.as_bytes()).unwrap();
-        m
-    };
+    let mut without = out.history.clone();
+    without[2].content = gone;
+    let mut only_original = MemoryArchive::new();
+    only_original.put(original.as_bytes()).unwrap();
     let lookup = |k: &str| only_original.get(k);
-    assert_eq!(lost(&h, &gone, &lookup).len(), 1, "a stub's own words are lost when it is gone");
+    assert_eq!(lost(&h, &without, &lookup).len(), 1, "words cut away unarchived are lost");
 }
 
 /// A task that ends with our own suffix line — pasted from an earlier answer — for a key the

@@ -93,10 +93,11 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
             .saturating_add(64)
             .saturating_add(m.wire.as_ref().map_or(0, salvage_types::weight::compact_json_len))
     };
-    let total_bytes: u64 = history.iter().fold(0u64, |t, m| t.saturating_add(bytes_of(m)));
-    for m in history {
+    for (i, m) in history.iter().enumerate() {
         if n > limit {
-            let rest = total_bytes.saturating_sub(seen_bytes);
+            // The bytes not counted, measured only when the count stops early.
+            let rest =
+                history.get(i..).unwrap_or_default().iter().fold(0u64, |t, m| t.saturating_add(bytes_of(m)));
             let per_byte = n as f64 / seen_bytes.max(1) as f64;
             return (n.saturating_add((rest as f64 * per_byte) as u64), false);
         }

@@ -327,7 +327,7 @@ impl<'a> Builder<'a> {
                     Some(None) => (format!("line {}.message.content", r.line), "missing".to_string()),
                     Some(Some(v)) => (
                         format!("line {}.message.content", r.line),
-                        format!("expected a string or an array of blocks, found {}", kind_of(v)),
+                        format!("expected a string or an array of blocks, found {}", crate::kind(v)),
                     ),
                 };
                 self.error.get_or_insert(self.cx.err(&path, problem));
@@ -414,7 +414,7 @@ impl<'a> Builder<'a> {
                 Some(Value::Array(b)) => blocks.extend(b.iter().cloned()),
                 Some(Value::String(s)) => blocks.push(serde_json::json!({"type": "text", "text": s})),
                 other => {
-                    let found = other.map_or("nothing", kind_of);
+                    let found = other.map_or("nothing", crate::kind);
                     self.error.get_or_insert(self.cx.err(
                         &format!("line {}.message.content", r.line),
                         format!("expected a string or an array of blocks, found {found}"),
@@ -432,17 +432,5 @@ impl<'a> Builder<'a> {
             ts: r.ts.clone(),
             change: Change::Response { messages, stop_reason, output_tokens },
         })
-    }
-}
-
-/// What a JSON value is, for an error message.
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
