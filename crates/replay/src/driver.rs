@@ -398,7 +398,7 @@ fn turn_mode(capture: &Capture) -> TurnMode {
 fn turn_input(capture: &Capture, history: Vec<Message>, rung3_keep: usize) -> TurnInput {
     let config = Config::from_env(&capture.settings);
     let model = model_info(capture.model.as_deref(), config.context_window);
-    let sim = Simulated::new(&capture.upstream);
+    let sim = Simulated::for_capture(capture);
     let surface = capture
         .client
         .as_ref()
@@ -475,7 +475,7 @@ pub fn replay_history(
         },
     };
     let title = capture.title.clone().unwrap_or_else(|| capture.id.clone());
-    let mut sim = Simulated::new(&capture.upstream);
+    let mut sim = Simulated::for_capture(capture);
     let wire = CaptureWire(capture, input.model.default_output);
     // Escalation starts from the captured body's output limit when it is above the default.
     let mut turn =

@@ -223,6 +223,34 @@ pub struct Simulated {
     spec: Upstream,
     responses: std::collections::VecDeque<ScriptedResponse>,
     edits: Option<EditRule>,
+    /// Tokens every request carries besides its messages ([`request_tokens`]).
+    fixed_tokens: u64,
+}
+
+/// Top-level request fields the model reads as input besides the messages: tool definitions
+/// (every format's spelling), structured-output schemas, and instructions a format keeps outside
+/// its messages when the importer could not model them as one. Sampling parameters, the model
+/// id, metadata and flags count nothing.
+const INPUT_FIELDS: &[&str] =
+    &["tools", "functions", "toolConfig", "instructions", "system", "systemInstruction", "response_format"];
+
+/// The tokens a captured request's fields carry besides its messages ([`INPUT_FIELDS`]): a
+/// string as its text, anything else (a tool's JSON schema, names and descriptions included) as
+/// its compact JSON. Providers count tool definitions as input tokens; before, the simulation
+/// counted only the messages, so a request whose tools filled the window was accepted and its
+/// recovery called converged.
+pub fn request_tokens(fields: &serde_json::Map<String, serde_json::Value>) -> u64 {
+    fields
+        .iter()
+        .filter(|(k, _)| INPUT_FIELDS.contains(&k.as_str()))
+        .map(|(_, v)| match v {
+            serde_json::Value::String(s) => crate::o200k::count(s),
+            serde_json::Value::Null => 0,
+            serde_json::Value::Array(a) if a.is_empty() => 0,
+            serde_json::Value::Object(o) if o.is_empty() => 0,
+            v => crate::o200k::count(&v.to_string()),
+        })
+        .fold(0, u64::saturating_add)
 }
 
 impl Simulated {
@@ -233,7 +261,15 @@ impl Simulated {
             keep_tool_uses: e.keep_tool_uses,
             clear_at_least_tokens: e.clear_at_least_tokens,
         });
-        Simulated { spec: spec.clone(), responses: spec.responses.clone().into(), edits }
+        Simulated { spec: spec.clone(), responses: spec.responses.clone().into(), edits, fixed_tokens: 0 }
+    }
+
+    /// The simulated upstream of a capture: its `upstream`, and the tokens its request's fields
+    /// carry besides the messages ([`request_tokens`]), counted in every request it judges.
+    pub fn for_capture(capture: &salvage_types::capture::Capture) -> Simulated {
+        let mut sim = Simulated::new(&capture.upstream);
+        sim.fixed_tokens = capture.request.as_ref().map_or(0, |r| request_tokens(&r.fields));
+        sim
     }
 
     /// The model's output cap, if the capture gives one.
@@ -269,7 +305,8 @@ impl Simulated {
             (Some(w), None) => w,
             _ => u64::MAX,
         };
-        let (tokens, _) = count_tokens_until(history, limit);
+        let (messages, _) = count_tokens_until(history, limit.saturating_sub(self.fixed_tokens));
+        let tokens = messages.saturating_add(self.fixed_tokens);
         let (cleared_ids, cleared_tokens) = match edits {
             Some(rule) => server_clears(history, rule, tokens),
             None => (Vec::new(), 0),

@@ -441,3 +441,47 @@ fn every_recovery_in_the_corpus_starts_from_a_simulated_rejection() {
     }
     assert!(recovered >= 40, "{recovered} recoveries in the corpus");
 }
+
+/// Tool definitions are input tokens: the simulated provider counted only the messages, so a
+/// request whose tools alone filled the window was "recovered" by cutting messages. Now a
+/// capture whose tools outweigh the window cannot converge, and the tools count in every verdict.
+#[test]
+fn the_simulated_provider_counts_the_requests_tool_definitions() {
+    use salvage_replay::upstream::{count_tokens, request_tokens, Simulated};
+    let mut c = corpus("imported-openai-chat-overflow");
+    let window = c.upstream.model.as_ref().and_then(|m| m.context_window_tokens).unwrap();
+    let describe: String = (0..window).map(|i| format!("field{i} ")).collect();
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "lookup", "description": describe,
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]);
+    let req = c.request.as_mut().unwrap();
+    req.fields.insert("tools".into(), tools);
+    let weight = request_tokens(&req.fields);
+    assert!(weight > window, "the tools alone are over the window: {weight} vs {window}");
+    req.bytes = Some(salvage_wire::request_bytes(req, &c.history));
+
+    let small = [Message::user("hi")];
+    match Simulated::for_capture(&c).judge(0, &small, false) {
+        Err(r) => assert_eq!(r.counted_tokens, Some(count_tokens(&small) + weight)),
+        Ok(v) => panic!("a request carrying the tools is over the window: {v:?}"),
+    }
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    assert_eq!(
+        r.outcome,
+        salvage_types::capture::Outcome::Exhausted,
+        "no cut of the messages fits the tools"
+    );
+    assert!(!get(&run_checks(&r, &c, &j, 3, &CLOCK), "convergence").ok);
+}
+
+/// Only the fields a model reads count: parameters, the model id, and fields the importer left
+/// empty (a Bedrock body's `system: []`, a Responses body's `instructions: ""`) weigh nothing.
+#[test]
+fn request_fields_that_carry_no_input_count_nothing() {
+    use salvage_replay::upstream::request_tokens;
+    let fields = serde_json::json!({"model": "gpt-4o", "max_tokens": 100, "stream": true, "system": [],
+        "instructions": "", "tool_choice": "auto", "metadata": {"user_id": "a long identifier of a user"}});
+    assert_eq!(request_tokens(fields.as_object().unwrap()), 0);
+    let with = serde_json::json!({"instructions": "Answer in French.", "model": "gpt-4o"});
+    assert_eq!(request_tokens(with.as_object().unwrap()), salvage_replay::o200k::count("Answer in French."));
+}
