@@ -1,6 +1,8 @@
 //! SIGKILL during `salvage replay testdata/corpus --jobs 2`, through the real binary: after every
-//! kill, every listed session restores at its last event (`journal show`) and `journal verify`
-//! passes. 50 kills by default; `SALVAGE_REPLAY_KILLS=500` for more.
+//! kill, every listed session restores at its last event (`journal show`), `journal verify`
+//! passes, and a session reads either the outcome its capture reaches in a whole run or
+//! `incomplete` (never `exhausted` for a run that was cut short). 50 kills by default;
+//! `SALVAGE_REPLAY_KILLS=500` for more.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic
 
@@ -39,6 +41,19 @@ fn sigkill_during_a_parallel_corpus_replay_leaves_every_session_restorable() {
     let o = salvage(dir.path(), &["replay", c, "--jobs", "2", "--db", "calibrate.db"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let full = t0.elapsed().as_millis() as u64;
+    // The outcome each capture reaches in a whole run.
+    let sessions = |db: &str| -> Vec<serde_json::Value> {
+        let s = salvage(dir.path(), &["journal", "sessions", "--json", "--db", db]);
+        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+        let list: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
+        list["sessions"].as_array().unwrap().clone()
+    };
+    let whole: std::collections::HashMap<String, serde_json::Value> = sessions("calibrate.db")
+        .into_iter()
+        .map(|s| (s["capture"].as_str().unwrap().to_string(), s["outcome"].clone()))
+        .collect();
+    assert!(whole.len() >= 70, "{} captures in the whole run", whole.len());
+    let mut incomplete = 0;
     let mut survived = 0;
     let mut restored = 0;
     let mut empty_before_fix = 0;
@@ -71,16 +86,26 @@ fn sigkill_during_a_parallel_corpus_replay_leaves_every_session_restorable() {
             String::from_utf8_lossy(&v.stdout),
             String::from_utf8_lossy(&v.stderr)
         );
-        let s = salvage(dir.path(), &["journal", "sessions", "--json", "--db", &db]);
-        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
-        let list: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
-        for sess in list["sessions"].as_array().unwrap() {
+        for sess in &sessions(&db) {
             let id = sess["id"].as_str().unwrap();
             if sess["events"].as_u64() == Some(0) {
                 empty_before_fix += 1;
             }
             if !seen.insert(format!("{db}/{id}")) {
                 continue;
+            }
+            // A run cut short reads `incomplete` (or nothing, before its first request), never an
+            // outcome the whole run does not reach.
+            let capture = sess["capture"].as_str().unwrap();
+            let outcome = &sess["outcome"];
+            if outcome == "incomplete" {
+                incomplete += 1;
+            } else if !outcome.is_null() {
+                assert_eq!(
+                    Some(outcome),
+                    whole.get(capture),
+                    "kill {k} at {at:?}: session {id} of {capture}"
+                );
             }
             let show = salvage(dir.path(), &["journal", "show", id, "--db", &db]);
             assert!(
@@ -95,6 +120,9 @@ fn sigkill_during_a_parallel_corpus_replay_leaves_every_session_restorable() {
         survived += 1;
     }
     assert_eq!(empty_before_fix, 0, "a session without events was listed");
-    eprintln!("{survived} kills survived, {restored} session restores checked (a full run takes {full} ms)");
+    eprintln!(
+        "{survived} kills survived, {restored} session restores checked, {incomplete} runs cut short read \
+         incomplete (a full run takes {full} ms)"
+    );
     assert!(survived >= kills * 9 / 10, "only {survived} of {kills} runs had created the database");
 }

@@ -298,11 +298,16 @@ fn failures_pass_through_unchanged_and_their_captures_replay_to_the_same_class()
         );
     }
     proxy.stop();
+    let j = Journal::open(&db, &Default::default()).expect("journal");
     for (id, evs) in events(&db) {
         assert!(
             evs.iter().any(|e| matches!(e, EventBody::ProviderError { .. })),
             "{id}: the failure is journaled"
         );
+        // The turn ended when its failure went back to the client: the journal says how, not
+        // `incomplete` (a run cut short).
+        assert!(matches!(evs.last(), Some(EventBody::RunEnded { .. })), "{id}: {evs:#?}");
+        assert_eq!(j.session_outcome(&id).expect("outcome"), Some("exhausted"), "{id}");
     }
 }
 
@@ -350,6 +355,10 @@ fn with_recover_the_sdk_call_succeeds_and_the_journal_shows_the_rung() {
             "{id}"
         );
         assert!(matches!(evs.last(), Some(EventBody::ResponseReceived { .. })), "{id}");
+    }
+    let j = Journal::open(&db, &Default::default()).expect("journal");
+    for (id, _) in events(&db) {
+        assert_eq!(j.session_outcome(&id).expect("outcome"), Some("recovered"), "{id}");
     }
     // What the rungs dropped is archived in the same database and resolves.
     let o = Command::new(env!("CARGO_BIN_EXE_salvage"))

@@ -246,3 +246,50 @@ fn a_proxy_that_cannot_listen_leaves_nothing_behind() {
     assert!(stderr(&o).contains("--listen 192.0.2.1:0"), "{}", stderr(&o));
     assert!(!dir.path().join("p.db").exists() && !dir.path().join("caps").exists());
 }
+
+/// Finding 6: a replay cut short (a killed process, a full disk) left a half-journaled session
+/// that `journal sessions` listed as `exhausted` and `journal verify` passed without a word. The
+/// session is written here as such a run leaves it (started, attempt 0 rejected, attempt 1
+/// rejected, no `run_ended`).
+#[test]
+fn a_run_cut_short_reads_incomplete_and_verify_says_so() {
+    use salvage_journal::{Journal, NewEvent};
+    use salvage_types::event::EventBody;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    {
+        let mut j = Journal::open(&db, &Default::default()).unwrap();
+        let ts = |n: i64| chrono::DateTime::from_timestamp(1_764_000_000 + n, 0).unwrap();
+        j.start_session(
+            "cut",
+            "cut short",
+            NewEvent::new("c0", ts(0), EventBody::session_started(None, None)),
+        )
+        .unwrap();
+        let sent = |attempt| EventBody::RequestSent {
+            attempt,
+            bytes: 1000,
+            estimated_tokens: 250,
+            real_tokens: None,
+            history_digest: "d74981efa70a0c88".into(),
+            accepted: false,
+        };
+        let events = vec![NewEvent::new("c1", ts(1), sent(0)), NewEvent::new("c2", ts(2), sent(1))];
+        j.append("cut", None, events).unwrap();
+    }
+    let db_arg = db.to_str().unwrap();
+    let o = salvage(dir.path(), &["journal", "sessions", "--json", "--db", db_arg]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sessions"][0]["outcome"], "incomplete", "{v}");
+    let o = salvage(dir.path(), &["journal", "sessions", "--outcome", "incomplete", "--db", db_arg]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cut"), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = salvage(dir.path(), &["journal", "verify", "--db", db_arg]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "the chain is sound: {out}");
+    assert!(out.contains("NOTE session cut: its last recovery run was cut short"), "{out}");
+    assert!(out.contains("1 incomplete"), "{out}");
+    let o = salvage(dir.path(), &["journal", "verify", "--json", "--db", db_arg]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["incomplete"], serde_json::json!(["cut"]), "{v}");
+}

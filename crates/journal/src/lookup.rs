@@ -9,24 +9,38 @@ use salvage_types::event::EventBody;
 pub const LATEST: &str = "latest";
 
 /// How a session ended, derived from its events with the spelling of `replay --json`
-/// (`recovered`, `failed_fast`, `exhausted`, `not_recoverable`, `no_failure`); `None` while no
-/// request was sent.
+/// (`recovered`, `failed_fast`, `exhausted`, `not_recoverable`, `no_failure`), or `incomplete`;
+/// `None` while no request was sent.
+///
+/// `incomplete`: the session records the end of its runs (its `session_started` is of version 4
+/// or later) and its last rejection was followed by neither an accepted request nor a
+/// `run_ended` event: the run was cut short (a process killed, a full disk, a damaged file) and
+/// its outcome is unknown. Before, such a session read `exhausted` and `journal verify` accepted
+/// it. A session of an earlier version has no `run_ended` events; its outcome is derived from its
+/// requests alone, as it always was.
 pub fn outcome_of(events: &[crate::StoredEvent]) -> Option<&'static str> {
     let mut sent = false;
     let mut rejected = false;
     let mut accepted = false;
     let mut fail_fast = false;
     let mut not_recoverable = false;
+    let mut ends_runs = false;
+    // A rejection not yet answered by an accepted request or the end of its run.
+    let mut open = false;
     for e in events {
         match &e.body {
+            EventBody::SessionStarted { .. } => ends_runs = e.kind_version >= 4,
             EventBody::RequestSent { accepted: a, .. } => {
                 sent = true;
                 if *a {
                     accepted = true;
+                    open = false;
                 } else {
                     rejected = true;
+                    open = true;
                 }
             }
+            EventBody::RunEnded { .. } => open = false,
             EventBody::FloorDiagnosis { verdict, .. }
                 if *verdict == salvage_types::event::FloorVerdict::FailFast =>
             {
@@ -39,12 +53,49 @@ pub fn outcome_of(events: &[crate::StoredEvent]) -> Option<&'static str> {
     if !sent {
         return None;
     }
+    if ends_runs && open {
+        return Some(INCOMPLETE);
+    }
     Some(match (accepted, rejected) {
         (true, false) => "no_failure",
         (true, true) => "recovered",
         (false, _) if not_recoverable => "not_recoverable",
         (false, _) if fail_fast => "failed_fast",
         (false, _) => "exhausted",
+    })
+}
+
+/// The outcome of a session whose last run was cut short ([`outcome_of`]).
+pub const INCOMPLETE: &str = "incomplete";
+
+/// For a writer that journals a finished turn in one append (the proxy): when the turn's events
+/// leave a rejection open (no accepted request and no `run_ended` after it: the failure was
+/// passed to the client, recovery off or not possible), the outcome its closing `run_ended`
+/// records, derived as [`outcome_of`] derives a session's; `None` when the turn is closed.
+pub fn unended_run<'a>(
+    bodies: impl IntoIterator<Item = &'a EventBody>,
+) -> Option<salvage_types::capture::Outcome> {
+    use salvage_types::capture::Outcome;
+    let (mut open, mut fail_fast, mut not_recoverable) = (false, false, false);
+    for b in bodies {
+        match b {
+            EventBody::RequestSent { accepted, .. } => open = !*accepted,
+            EventBody::RunEnded { .. } => open = false,
+            EventBody::FloorDiagnosis { verdict, .. }
+                if *verdict == salvage_types::event::FloorVerdict::FailFast =>
+            {
+                fail_fast = true
+            }
+            EventBody::ProviderError { class, .. } if !class.recoverable() => not_recoverable = true,
+            _ => {}
+        }
+    }
+    open.then_some(if not_recoverable {
+        Outcome::NotRecoverable
+    } else if fail_fast {
+        Outcome::FailedFast
+    } else {
+        Outcome::Exhausted
     })
 }
 
@@ -105,21 +156,27 @@ impl Journal {
 
     /// How a session ended (see [`outcome_of`]).
     pub fn session_outcome(&self, session: &str) -> Result<Option<&'static str>, JournalError> {
-        // Only the three kinds that decide it are read and decoded.
+        // Only the kinds that decide it are read and decoded, with their stored versions.
         let mut st = self
             .conn()
             .prepare_cached(
-                "SELECT seq, body FROM events WHERE session_id = ?1
-                 AND kind IN ('request_sent', 'floor_diagnosis', 'provider_error') ORDER BY seq",
+                "SELECT seq, body, kind_version FROM events WHERE session_id = ?1
+                 AND kind IN ('session_started', 'request_sent', 'floor_diagnosis', 'provider_error', 'run_ended')
+                 ORDER BY seq",
             )
             .map_err(sql("session outcome"))?;
         let rows = st
-            .query_map([session], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
+            .query_map([session], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, i64>(2)?)))
             .map_err(sql("session outcome"))?;
         let mut events = Vec::new();
         for row in rows {
-            let (seq, body) = row.map_err(sql("session outcome"))?;
+            let (seq, body, version) = row.map_err(sql("session outcome"))?;
             let seq = stored_u64(session, 0, "seq", seq)?;
+            let kind_version = u32::try_from(version).map_err(|_| JournalError::Corrupt {
+                session: session.to_string(),
+                seq,
+                problem: format!("kind_version {version} is out of range"),
+            })?;
             let body: EventBody = serde_json::from_slice(&body).map_err(|e| JournalError::Corrupt {
                 session: session.to_string(),
                 seq,
@@ -130,7 +187,7 @@ impl Journal {
                 event_id: String::new(),
                 parent: None,
                 kind: body.kind().to_string(),
-                kind_version: body.kind_version(),
+                kind_version,
                 ts: String::new(),
                 body,
                 delta: None,

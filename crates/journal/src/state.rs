@@ -317,7 +317,8 @@ impl State {
             | EventBody::HookFired { .. }
             | EventBody::Rewind { .. }
             | EventBody::Redaction { .. }
-            | EventBody::ResponseReceived { .. } => {}
+            | EventBody::ResponseReceived { .. }
+            | EventBody::RunEnded { .. } => {}
         }
     }
 }

@@ -32,6 +32,10 @@ pub struct VerifyReport {
     pub events: u64,
     /// The first bad event per bad session.
     pub bad: Vec<BadEvent>,
+    /// Sound sessions whose last recovery run was cut short (no `run_ended` after its last
+    /// rejection: a killed process, a full disk): their outcome is unknown, not `exhausted`.
+    /// Not a failure of integrity; said so that an audit does not read them as finished.
+    pub incomplete: Vec<String>,
 }
 
 /// One stored event row as `verify` reads it.
@@ -438,6 +442,9 @@ impl Journal {
             report.sessions = report.sessions.saturating_add(1);
             let (n, bad) = verify_session(self.conn(), &id)?;
             report.events = report.events.saturating_add(n);
+            if bad.is_none() && self.session_outcome(&id)? == Some(crate::lookup::INCOMPLETE) {
+                report.incomplete.push(id);
+            }
             report.bad.extend(bad);
         }
         // A blob link to no event (written behind the foreign keys' back) keeps its blob alive

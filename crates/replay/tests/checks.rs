@@ -430,6 +430,16 @@ fn every_recovery_in_the_corpus_starts_from_a_simulated_rejection() {
         let c = read_capture(&p).unwrap();
         let mut j = Journal::in_memory().unwrap();
         let r = run(&c, &mut j);
+        // Every run journals its end: the journal reads the outcome the run had, never
+        // `incomplete`.
+        let events = j.events(&r.session, 0, usize::MAX).unwrap();
+        assert_eq!(
+            events.last().map(|e| &e.body),
+            Some(&salvage_types::event::EventBody::RunEnded { outcome: r.outcome }),
+            "{}: the last event",
+            c.id
+        );
+        assert_eq!(j.session_outcome(&r.session).unwrap(), Some(r.outcome.as_str()), "{}", c.id);
         if r.outcome == salvage_types::capture::Outcome::Recovered {
             recovered += 1;
             assert!(

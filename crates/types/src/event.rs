@@ -307,6 +307,14 @@ pub enum EventBody {
         /// Output tokens.
         output_tokens: Option<u64>,
     },
+    /// A turn's recovery run ended: the engine's last record before it stops. A session whose
+    /// `session_started` is of version 4 or later records one at the end of every run, so a
+    /// rejection followed by neither an accepted request nor this event is a run that was cut
+    /// short (a process killed, a disk full), not an exhausted one.
+    RunEnded {
+        /// How the run ended.
+        outcome: crate::capture::Outcome,
+    },
 }
 
 impl EventBody {
@@ -347,6 +355,7 @@ impl EventBody {
         "rewind",
         "redaction",
         "response_received",
+        "run_ended",
     ];
 
     /// The kind's name (the `kind` field).
@@ -373,6 +382,7 @@ impl EventBody {
             EventBody::Rewind { .. } => "rewind",
             EventBody::Redaction { .. } => "redaction",
             EventBody::ResponseReceived { .. } => "response_received",
+            EventBody::RunEnded { .. } => "run_ended",
         }
     }
 
@@ -380,8 +390,10 @@ impl EventBody {
     pub fn kind_version(&self) -> u32 {
         match self {
             // v2: `invalid_settings` (optional; v1 bodies read as an empty list); v3: `request`
-            // (optional; earlier bodies read as none).
-            EventBody::SessionStarted { .. } => 3,
+            // (optional; earlier bodies read as none); v4: no new field, but the session's recovery
+            // runs each end with a `run_ended` event (a session of an earlier version has none,
+            // and its outcome is derived from its requests alone).
+            EventBody::SessionStarted { .. } => 4,
             // v2: a typed verdict and the `parts` of the base (optional; v1 bodies read as none).
             EventBody::FloorDiagnosis { .. } => 2,
             // v2: `by`, `pre_tokens`, `archived` (optional; v1 bodies read unchanged).
@@ -466,6 +478,7 @@ impl EventBody {
                 format!("redaction: {} blob(s), {} secret(s)", keys.len(), counts.values().sum::<u64>())
             }
             EventBody::ResponseReceived { stop_reason, .. } => format!("response ({stop_reason})"),
+            EventBody::RunEnded { outcome } => format!("run ended: {outcome}"),
         }
     }
 }

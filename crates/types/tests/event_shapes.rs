@@ -111,6 +111,7 @@ fn one_of_each() -> Vec<EventBody> {
             stop_reason: salvage_types::capture::StopReason::EndTurn,
             output_tokens: Some(12),
         },
+        EventBody::RunEnded { outcome: salvage_types::capture::Outcome::Recovered },
     ]
 }
 
@@ -131,7 +132,7 @@ fn later_versions() -> Vec<EventBody> {
 
 fn expected_version(kind: &str) -> u32 {
     match kind {
-        "session_started" => 3,
+        "session_started" => 4,
         "floor_diagnosis" | "compaction" => 2,
         _ => 1,
     }

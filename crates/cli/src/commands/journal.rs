@@ -23,7 +23,8 @@ pub enum Sub {
         /// Only sessions created since this time: RFC 3339, a date (2026-12-01) or an age (2h, 7d).
         #[arg(long, value_name = "WHEN")]
         since: Option<String>,
-        /// Only sessions that ended so: recovered, failed_fast, exhausted, not_recoverable, no_failure.
+        /// Only sessions that ended so: recovered, failed_fast, exhausted, not_recoverable, no_failure,
+        /// or incomplete (a run cut short: the process stopped mid-recovery).
         #[arg(long, value_name = "OUTCOME")]
         outcome: Option<String>,
         /// Only sessions whose title contains this text (case-insensitive).
@@ -93,7 +94,7 @@ pub enum Sub {
         /// Sessions created before this time: RFC 3339, a date or an age (30d: older than 30 days).
         #[arg(long, value_name = "WHEN")]
         before: Option<String>,
-        /// Only sessions that ended so.
+        /// Only sessions that ended so (as `sessions --outcome`; `incomplete` finds runs cut short).
         #[arg(long, value_name = "OUTCOME")]
         outcome: Option<String>,
         /// Only sessions whose title contains this text.
@@ -461,7 +462,23 @@ fn verify(j: &Journal, session: Option<String>, json: bool, out: &mut Output) ->
                 escape(&b.problem)
             ))?;
         }
-        out.line(&format!("{} session(s), {} event(s) checked, {} bad", r.sessions, r.events, r.bad.len()))?;
+        for s in &r.incomplete {
+            out.line(&format!(
+                "NOTE session {}: its last recovery run was cut short (no run_ended after its last rejection); its outcome is unknown",
+                escape(s)
+            ))?;
+        }
+        let incomplete = if r.incomplete.is_empty() {
+            String::new()
+        } else {
+            format!(", {} incomplete", r.incomplete.len())
+        };
+        out.line(&format!(
+            "{} session(s), {} event(s) checked, {} bad{incomplete}",
+            r.sessions,
+            r.events,
+            r.bad.len()
+        ))?;
     }
     if let Some(b) = r.bad.first() {
         return Err(Failure::Problem(format!("session {} event {}: {}", b.session, b.seq, b.problem)));
@@ -515,12 +532,14 @@ pub fn when(flag: &str, text: &str, now: chrono::DateTime<chrono::Utc>) -> Resul
     }
 }
 
-/// An outcome in the one spelling of `replay --json`.
+/// An outcome in the one spelling of `replay --json`, or `incomplete` (a run cut short).
 pub fn checked_outcome(o: &str) -> Result<String, Failure> {
+    use salvage_journal::lookup::INCOMPLETE;
     match salvage_types::capture::Outcome::parse(o) {
         Some(x) => Ok(x.as_str().to_string()),
+        None if o == INCOMPLETE => Ok(INCOMPLETE.to_string()),
         None => Err(Failure::Input(format!(
-            "--outcome: {o:?} is not an outcome ({})",
+            "--outcome: {o:?} is not an outcome ({}, {INCOMPLETE})",
             salvage_types::capture::Outcome::ALL.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", ")
         ))),
     }

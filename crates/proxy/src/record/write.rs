@@ -129,7 +129,7 @@ pub(super) fn prepare(
         }
         Some(head) => history_event(&session, &turn, &parsed.history, keyed, &head),
     };
-    let steps: Vec<NewEvent> = std::mem::take(&mut turn.steps)
+    let mut steps: Vec<NewEvent> = std::mem::take(&mut turn.steps)
         .into_iter()
         .enumerate()
         .map(|(i, st)| {
@@ -138,6 +138,13 @@ pub(super) fn prepare(
                 .with_blobs(st.blobs)
         })
         .collect();
+    // A turn whose failure went back to the client (recovery off, or not possible) ends its run
+    // here: only a run cut short reads `incomplete`, and a proxy turn is written whole.
+    if let Some(outcome) = salvage_journal::lookup::unended_run(steps.iter().map(|e| &e.body)) {
+        let ts = steps.last().map_or_else(|| turn.started, |e| e.ts);
+        let id = event_id(&session, &ts, steps.len().saturating_add(1));
+        steps.push(NewEvent::new(id, ts, EventBody::RunEnded { outcome }));
+    }
     heads.insert(session.clone(), head_after(keyed, &steps));
     let error_step = steps.iter().position(|s| matches!(s.body, EventBody::ProviderError { .. }));
     Ok(Prepared { session, read, history, steps, error_step, turn })

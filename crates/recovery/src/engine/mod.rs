@@ -354,7 +354,10 @@ impl Turn {
         }
     }
 
+    /// Ends the run: its last record says how ([`EventBody::RunEnded`]), so a journal tells a run
+    /// that ended from one cut short.
     fn done(&mut self, outcome: Outcome) {
+        self.record(EventBody::RunEnded { outcome }, Change::None, Vec::new());
         self.queue.push_back(Action::Done(outcome));
         self.phase = Phase::Over;
     }
