@@ -234,7 +234,7 @@ pub struct Simulated {
 const INPUT_FIELDS: &[&str] =
     &["tools", "functions", "toolConfig", "instructions", "system", "systemInstruction", "response_format"];
 
-/// The tokens a captured request's fields carry besides its messages ([`INPUT_FIELDS`]): a
+/// The tokens a captured request's fields carry besides its messages (tool definitions, instructions kept outside the messages, output schemas): a
 /// string as its text, anything else (a tool's JSON schema, names and descriptions included) as
 /// its compact JSON. Providers count tool definitions as input tokens; before, the simulation
 /// counted only the messages, so a request whose tools filled the window was accepted and its
