@@ -234,9 +234,9 @@ pub struct Simulated {
 const INPUT_FIELDS: &[&str] =
     &["tools", "functions", "toolConfig", "instructions", "system", "systemInstruction", "response_format"];
 
-/// The tokens a captured request's fields carry besides its messages (tool definitions, instructions kept outside the messages, output schemas): a
-/// string as its text, anything else (a tool's JSON schema, names and descriptions included) as
-/// its compact JSON. Providers count tool definitions as input tokens; before, the simulation
+/// The tokens a captured request's fields carry besides its messages (tool definitions,
+/// instructions kept outside the messages, output schemas): a string as its text, anything else
+/// (a tool's JSON schema, names and descriptions included) as its compact JSON. Providers count tool definitions as input tokens; before, the simulation
 /// counted only the messages, so a request whose tools filled the window was accepted and its
 /// recovery called converged.
 pub fn request_tokens(fields: &serde_json::Map<String, serde_json::Value>) -> u64 {
