@@ -19,6 +19,7 @@ pub mod checks;
 pub mod corpus;
 pub mod driver;
 mod held;
+pub mod media;
 pub mod o200k;
 pub mod shard;
 pub mod synth;

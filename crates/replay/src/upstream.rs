@@ -111,8 +111,10 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
                 n = n.saturating_add(tokens(&p.text));
             }
         }
-        let images = u64::try_from(m.images.len()).unwrap_or(u64::MAX);
-        n = n.saturating_add(images.saturating_mul(85));
+        for image in &m.images {
+            let t = image.data.as_deref().map_or(MEDIA_TOKENS, crate::media::payload_tokens);
+            n = n.saturating_add(t);
+        }
         if let Some(w) = &m.wire {
             n = n.saturating_add(wire_tokens(w));
         }
@@ -123,11 +125,13 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
 /// The tokens of the blocks a message's `wire` template carries that the message model has no
 /// field for (a text document, a thinking block, a code cell): their text, counted as the model
 /// reads it. Placeholders of the modeled parts (objects with a `$` key) are counted with the
-/// message. Binary content (a base64 or data-URL payload, an encrypted blob: a long run of
-/// base64 characters) counts as an image does, 85 tokens, whatever its key; identifiers and
-/// metadata (`id`, `type`, `signature`, …) count nothing. Before, these blocks weighed nothing,
-/// and a request over the window with a 60 KB document in it was accepted (review of the checks,
-/// finding 2); base64 under `data` was then read as text (re-review, finding 4).
+/// message. Binary content (a base64 or data-URL payload: a long run of base64 characters),
+/// whatever its key, is weighed by what its bytes are ([`crate::media`]: an image by its size, a
+/// PDF by its pages, a text document by its text, anything else 85); identifiers, signatures and
+/// encrypted blobs (`id`, `type`, `signature`, `encrypted_content`, …) count nothing. Before,
+/// these blocks weighed nothing, and a request over the window with a 60 KB document in it was
+/// accepted (review of the checks, finding 2); base64 under `data` was then read as text
+/// (re-review, finding 4), and then every payload weighed 85 whatever it held.
 pub fn wire_tokens(w: &serde_json::Value) -> u64 {
     use serde_json::Value;
     match w {
@@ -136,12 +140,13 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
         Value::Object(o) => {
             let kind = o.get("type").and_then(Value::as_str);
             if matches!(kind, Some("base64" | "image")) {
-                return MEDIA_TOKENS;
+                // The payload inside, weighed by its bytes; a URL-only image at the lowest price.
+                return first_payload(w).map_or(MEDIA_TOKENS, crate::media::payload_tokens);
             }
             o.iter()
                 .map(|(k, v)| match v {
                     Value::String(_) if OPAQUE_KEYS.contains(&k.as_str()) => 0,
-                    Value::String(s) if is_binary(s) => MEDIA_TOKENS,
+                    Value::String(s) if is_binary(s) => crate::media::payload_tokens(s),
                     Value::String(s) => crate::o200k::count(s),
                     v => wire_tokens(v),
                 })
@@ -151,8 +156,18 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
     }
 }
 
-/// What an image (or any binary payload) counts.
-const MEDIA_TOKENS: u64 = 85;
+use crate::media::MEDIA_TOKENS;
+
+/// The first binary payload (base64 or a data URL) inside a block, depth first.
+fn first_payload(w: &serde_json::Value) -> Option<&str> {
+    use serde_json::Value;
+    match w {
+        Value::String(s) if is_binary(s) => Some(s),
+        Value::Array(a) => a.iter().find_map(first_payload),
+        Value::Object(o) => o.values().find_map(first_payload),
+        _ => None,
+    }
+}
 
 /// Keys whose strings are identifiers or metadata, not text the model reads.
 const OPAQUE_KEYS: &[&str] = &[

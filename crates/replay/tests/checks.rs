@@ -375,7 +375,7 @@ fn a_body_imported_without_a_failure_is_sent_as_it_was() {
 /// Review finding 2: the simulated provider counted no token of the blocks a message's `wire`
 /// template carries (a text document), so a request 2.5 times over the window was accepted and
 /// the run "recovered". Now the document counts as its text would, placeholders are not counted
-/// twice, and a base64 source counts as an image.
+/// twice, and a base64 source is weighed by what its bytes are (a PDF by its pages).
 #[test]
 fn the_simulated_provider_counts_the_blocks_the_message_model_has_no_field_for() {
     use salvage_replay::upstream::count_tokens;
@@ -394,7 +394,8 @@ fn the_simulated_provider_counts_the_blocks_the_message_model_has_no_field_for()
         {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK".repeat(5000)}}
     ]}}));
     let base = count_tokens(&[Message::user("scan")]);
-    assert_eq!(count_tokens(&[pdf]), base + 85, "a base64 source is not read as text");
+    // The bytes are a PDF (`%PDF-1.4` again and again): a page, not its base64 read as text.
+    assert_eq!(count_tokens(&[pdf]), base + 1500, "a base64 source is weighed by what it holds");
 }
 
 /// Re-review, findings 3 and 4: base64 under any key (audio `data`, a data-URL `file_data`) is a
@@ -494,4 +495,46 @@ fn request_fields_that_carry_no_input_count_nothing() {
     assert_eq!(request_tokens(fields.as_object().unwrap()), 0);
     let with = serde_json::json!({"instructions": "Answer in French.", "model": "gpt-4o"});
     assert_eq!(request_tokens(with.as_object().unwrap()), salvage_replay::o200k::count("Answer in French."));
+}
+
+/// A PNG of `w` by `h` as base64: its header (what a size reader reads) and zero bytes.
+fn png_base64(w: u32, h: u32) -> String {
+    use base64::Engine;
+    let mut b = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13];
+    b.extend_from_slice(b"IHDR");
+    b.extend_from_slice(&w.to_be_bytes());
+    b.extend_from_slice(&h.to_be_bytes());
+    b.extend_from_slice(&[8, 6, 0, 0, 0, 0, 0, 0, 0]);
+    b.extend(std::iter::repeat_n(0u8, 2048));
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+/// Images are priced by their size: the simulated provider counted every payload at 85 tokens,
+/// an image's lowest price, so screenshots that fill the window weighed a few hundred tokens and
+/// a recovery that kept them was accepted. Six full-HD screenshots are 9 600 tokens to the
+/// provider; in the task of a capture whose window is 4 000, no cut of the history can fit.
+#[test]
+fn the_simulated_provider_prices_images_by_their_size() {
+    use salvage_replay::upstream::count_tokens;
+    let shot = salvage_types::message::Image {
+        media_type: Some("image/png".into()),
+        data: Some(png_base64(1920, 1080)),
+        url: None,
+    };
+    let mut m = Message::user("what is wrong in these screenshots?");
+    let text_only = count_tokens(std::slice::from_ref(&m));
+    m.images = vec![shot; 6];
+    assert_eq!(count_tokens(std::slice::from_ref(&m)), text_only + 6 * 1600);
+
+    let mut c = corpus("images-in-history");
+    let task = c.history.iter_mut().rev().find(|m| m.role == salvage_types::Role::User).unwrap();
+    task.images = m.images.clone();
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    assert_ne!(
+        r.outcome,
+        salvage_types::capture::Outcome::Recovered,
+        "the screenshots alone are over the window"
+    );
+    assert!(!get(&run_checks(&r, &c, &j, 3, &CLOCK), "convergence").ok);
 }
