@@ -24,6 +24,15 @@ pub enum CaptureError {
         /// The ceiling.
         limit: u64,
     },
+    /// A stream (a pipe, a device, a file that grew while read) went on past the ceiling: its size
+    /// is not known, only that it is over.
+    #[error("{file}: more than {limit} bytes, over the {limit}-byte limit for a capture")]
+    TooLong {
+        /// The file.
+        file: String,
+        /// The ceiling.
+        limit: u64,
+    },
     /// Not a regular file (a FIFO, a device…) and the caller did not allow one.
     #[error("{file}: {kind}, not a regular file: salvage reads regular files only")]
     NotRegular {
@@ -90,6 +99,7 @@ impl CaptureError {
         match self {
             CaptureError::Io { file, .. }
             | CaptureError::TooLarge { file, .. }
+            | CaptureError::TooLong { file, .. }
             | CaptureError::InvalidUtf8 { file, .. }
             | CaptureError::Syntax { file, .. }
             | CaptureError::UnknownFormat { file, .. }

@@ -153,7 +153,9 @@ fn read_bounded(r: impl Read, file: &str, limit: u64, hint: u64) -> Result<Vec<u
         .read_to_end(&mut buf)
         .map_err(|source| CaptureError::Io { file: file.to_string(), source })?;
     if buf.len() as u64 > limit {
-        return Err(CaptureError::TooLarge { file: file.to_string(), size: buf.len() as u64, limit });
+        // Only the first bytes past the ceiling were read: the size is not known (saying it is
+        // limit + 1 bytes, as before, was false).
+        return Err(CaptureError::TooLong { file: file.to_string(), limit });
     }
     Ok(buf)
 }
@@ -374,6 +376,7 @@ mod tests {
         let e = read_input(Path::new("/dev/zero"), 1 << 20, false).unwrap_err();
         assert!(e.to_string().contains("character device"), "{e}");
         let e = read_input(Path::new("/dev/zero"), 1 << 20, true).unwrap_err();
-        assert!(matches!(e, CaptureError::TooLarge { .. }), "{e}");
+        assert!(matches!(e, CaptureError::TooLong { .. }), "{e}");
+        assert!(e.to_string().contains(": more than 1048576 bytes"), "{e}");
     }
 }

@@ -10,7 +10,7 @@ table{border-collapse:collapse}table.corpus{width:100%}table.corpus th,table.cor
 table.corpus th{background:var(--alt);cursor:pointer;user-select:none}table.corpus tr.fail{background:#fff3f3}table.corpus td:first-child,table.corpus td:last-child{white-space:nowrap}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 td ul{margin:2px 0;padding-left:18px}.bad{color:var(--bad)}.ok{color:var(--ok)}
 .outcome{display:inline-block;padding:0 6px;border-radius:9px;font-size:12px;background:#e8ecf2}.o-recovered,.o-no_failure{background:#dcf5e3;color:var(--ok)}
-.o-exhausted,.o-failed_fast,.o-unreadable{background:#fde2e2;color:var(--bad)}.o-not_recoverable{background:#fff0d6;color:var(--warn)}
+.o-exhausted,.o-failed_fast,.o-unreadable{background:#fde2e2;color:var(--bad)}.o-not_recoverable,.o-incomplete{background:#fff0d6;color:var(--warn)}
 section.session{border-top:2px solid var(--line);margin-top:24px}.meta{color:var(--muted);margin:0 0 8px}
 .charts{display:flex;flex-wrap:wrap;gap:16px}figure.chart{margin:0;border:1px solid var(--line);border-radius:6px;padding:4px}
 svg .t{font-size:13px;font-weight:600;fill:var(--fg)}svg .ax{font-size:10px;fill:var(--muted)}svg .grid{stroke:#eceff4}
