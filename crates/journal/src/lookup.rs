@@ -8,95 +8,111 @@ use salvage_types::event::EventBody;
 /// The word that names the most recently created session.
 pub const LATEST: &str = "latest";
 
-/// How a session ended, derived from its events with the spelling of `replay --json`
-/// (`recovered`, `failed_fast`, `exhausted`, `not_recoverable`, `no_failure`), or `incomplete`;
-/// `None` while no request was sent.
+/// How a session ended, with the spelling of `replay --json` (`recovered`, `failed_fast`,
+/// `exhausted`, `not_recoverable`, `no_failure`), or `incomplete`; `None` while no request was
+/// sent.
 ///
-/// `incomplete`: the session records the end of its runs (its `session_started` is of version 4
-/// or later) and its last rejection was followed by neither an accepted request nor a
-/// `run_ended` event: the run was cut short (a process killed, a full disk, a damaged file) and
-/// its outcome is unknown. Before, such a session read `exhausted` and `journal verify` accepted
-/// it. A session of an earlier version has no `run_ended` events; its outcome is derived from its
+/// A session whose `session_started` is of version 4 or later ends each of its runs with a
+/// `run_ended` event, and reads as its last run ended: the outcome that event records. A request
+/// sent after the last `run_ended` (or with none at all) is a run that never ended: the process
+/// was killed, the disk filled, the file was damaged, so the session reads `incomplete`. That
+/// holds after an accepted request too: an answer cut at the output limit is escalated and the
+/// run goes on. Before, a session read the union of all its requests: a run cut short read
+/// `exhausted`, and a later run's failure was hidden by an earlier run's recovery.
+///
+/// A session of an earlier version has no `run_ended` events: its outcome is derived from its
 /// requests alone, as it always was.
 pub fn outcome_of(events: &[crate::StoredEvent]) -> Option<&'static str> {
-    let mut sent = false;
-    let mut rejected = false;
-    let mut accepted = false;
-    let mut fail_fast = false;
-    let mut not_recoverable = false;
-    let mut ends_runs = false;
-    // A rejection not yet answered by an accepted request or the end of its run.
-    let mut open = false;
+    let versioned = events
+        .iter()
+        .find(|e| matches!(e.body, EventBody::SessionStarted { .. }))
+        .is_some_and(|e| e.kind_version >= 4);
+    if !versioned {
+        let mut all = Tally::default();
+        events.iter().for_each(|e| all.see(&e.body));
+        return all.outcome().map(|o| o.as_str());
+    }
+    let (mut last, mut in_run) = (None, false);
     for e in events {
         match &e.body {
-            EventBody::SessionStarted { .. } => ends_runs = e.kind_version >= 4,
-            EventBody::RequestSent { accepted: a, .. } => {
-                sent = true;
-                if *a {
-                    accepted = true;
-                    open = false;
-                } else {
-                    rejected = true;
-                    open = true;
-                }
+            EventBody::RequestSent { .. } => in_run = true,
+            EventBody::RunEnded { outcome } => {
+                last = Some(*outcome);
+                in_run = false;
             }
-            EventBody::RunEnded { .. } => open = false,
-            EventBody::FloorDiagnosis { verdict, .. }
-                if *verdict == salvage_types::event::FloorVerdict::FailFast =>
-            {
-                fail_fast = true
-            }
-            EventBody::ProviderError { class, .. } if !class.recoverable() => not_recoverable = true,
             _ => {}
         }
     }
-    if !sent {
-        return None;
-    }
-    if ends_runs && open {
+    if in_run {
         return Some(INCOMPLETE);
     }
-    Some(match (accepted, rejected) {
-        (true, false) => "no_failure",
-        (true, true) => "recovered",
-        (false, _) if not_recoverable => "not_recoverable",
-        (false, _) if fail_fast => "failed_fast",
-        (false, _) => "exhausted",
-    })
+    last.map(|o| o.as_str())
 }
 
 /// The outcome of a session whose last run was cut short ([`outcome_of`]).
 pub const INCOMPLETE: &str = "incomplete";
 
-/// For a writer that journals a finished turn in one append (the proxy): when the turn's events
-/// leave a rejection open (no accepted request and no `run_ended` after it: the failure was
-/// passed to the client, recovery off or not possible), the outcome its closing `run_ended`
-/// records, derived as [`outcome_of`] derives a session's; `None` when the turn is closed.
-pub fn unended_run<'a>(
-    bodies: impl IntoIterator<Item = &'a EventBody>,
-) -> Option<salvage_types::capture::Outcome> {
-    use salvage_types::capture::Outcome;
-    let (mut open, mut fail_fast, mut not_recoverable) = (false, false, false);
-    for b in bodies {
+/// What the requests of a run say about how it ended.
+#[derive(Debug, Default)]
+struct Tally {
+    sent: bool,
+    accepted: bool,
+    rejected: bool,
+    fail_fast: bool,
+    not_recoverable: bool,
+}
+
+impl Tally {
+    fn see(&mut self, b: &EventBody) {
         match b {
-            EventBody::RequestSent { accepted, .. } => open = !*accepted,
-            EventBody::RunEnded { .. } => open = false,
+            EventBody::RequestSent { accepted, .. } => {
+                self.sent = true;
+                if *accepted {
+                    self.accepted = true;
+                } else {
+                    self.rejected = true;
+                }
+            }
             EventBody::FloorDiagnosis { verdict, .. }
                 if *verdict == salvage_types::event::FloorVerdict::FailFast =>
             {
-                fail_fast = true
+                self.fail_fast = true
             }
-            EventBody::ProviderError { class, .. } if !class.recoverable() => not_recoverable = true,
+            EventBody::ProviderError { class, .. } if !class.recoverable() => self.not_recoverable = true,
             _ => {}
         }
     }
-    open.then_some(if not_recoverable {
-        Outcome::NotRecoverable
-    } else if fail_fast {
-        Outcome::FailedFast
-    } else {
-        Outcome::Exhausted
-    })
+
+    fn outcome(&self) -> Option<salvage_types::capture::Outcome> {
+        use salvage_types::capture::Outcome;
+        if !self.sent {
+            return None;
+        }
+        Some(match (self.accepted, self.rejected) {
+            (true, false) => Outcome::NoFailure,
+            (true, true) => Outcome::Recovered,
+            (false, _) if self.not_recoverable => Outcome::NotRecoverable,
+            (false, _) if self.fail_fast => Outcome::FailedFast,
+            (false, _) => Outcome::Exhausted,
+        })
+    }
+}
+
+/// For a writer that journals a finished turn in one append (the proxy): when the turn's events
+/// hold a run that no `run_ended` closes (the failure was passed to the client, the retry was
+/// accepted, or no failure happened at all), the outcome its closing `run_ended` records,
+/// derived from the run's requests; `None` when every run is closed or none was sent.
+pub fn unended_run<'a>(
+    bodies: impl IntoIterator<Item = &'a EventBody>,
+) -> Option<salvage_types::capture::Outcome> {
+    let mut run = Tally::default();
+    for b in bodies {
+        match b {
+            EventBody::RunEnded { .. } => run = Tally::default(),
+            b => run.see(b),
+        }
+    }
+    run.outcome()
 }
 
 impl Journal {

@@ -57,22 +57,64 @@ fn a_run_cut_short_after_a_rejection_is_incomplete_not_exhausted() {
 }
 
 #[test]
-fn a_run_that_ended_reads_the_outcome_its_requests_give() {
+fn a_session_reads_as_its_last_run_ended() {
+    let end = |o| EventBody::RunEnded { outcome: o };
     let mut j = cut_short();
-    j.append(
-        "s",
-        None,
-        vec![NewEvent::new("end", ts(9), EventBody::RunEnded { outcome: Outcome::Exhausted })],
-    )
-    .unwrap();
+    j.append("s", None, vec![NewEvent::new("end", ts(9), end(Outcome::Exhausted))]).unwrap();
     assert_eq!(j.session_outcome("s").unwrap(), Some("exhausted"));
-    // An accepted request closes the run as well (a proxy's turn journals it before its end).
-    let mut j = cut_short();
-    j.append("s", None, vec![NewEvent::new("ok", ts(9), sent(2, true))]).unwrap();
+    // A second run that recovers: the session reads as that run ended.
+    let run = vec![
+        NewEvent::new("r0", ts(10), sent(0, false)),
+        NewEvent::new("r1", ts(11), sent(1, true)),
+        NewEvent::new("r2", ts(12), end(Outcome::Recovered)),
+    ];
+    j.append("s", None, run).unwrap();
     assert_eq!(j.session_outcome("s").unwrap(), Some("recovered"));
-    // And a later rejection opens a new run: cut short again, incomplete again.
-    j.append("s", None, vec![NewEvent::new("again", ts(10), sent(0, false))]).unwrap();
+    // Review finding 1: a third run that fails for good is not hidden by the earlier recovery.
+    let run = vec![
+        NewEvent::new("t0", ts(13), sent(0, false)),
+        NewEvent::new("t1", ts(14), end(Outcome::NotRecoverable)),
+    ];
+    j.append("s", None, run).unwrap();
+    assert_eq!(j.session_outcome("s").unwrap(), Some("not_recoverable"));
+}
+
+/// The outcome `run_ended` records is the run's, even where the requests alone would say
+/// otherwise (review finding 1: an answer accepted at the output limit, its continuation
+/// rejected until the attempts ran out, read `recovered`).
+#[test]
+fn the_outcome_run_ended_records_is_the_runs() {
+    let mut j = cut_short();
+    let run = vec![
+        NewEvent::new("a", ts(9), sent(2, true)),
+        NewEvent::new("b", ts(10), sent(3, false)),
+        NewEvent::new("c", ts(11), EventBody::RunEnded { outcome: Outcome::Exhausted }),
+    ];
+    j.append("s", None, run).unwrap();
+    assert_eq!(j.session_outcome("s").unwrap(), Some("exhausted"));
+}
+
+/// Review finding 7: an accepted answer does not end a run (one cut at the output limit is
+/// escalated), so a run killed after it is incomplete too, not `no_failure`.
+#[test]
+fn a_run_cut_short_after_an_accepted_answer_is_incomplete() {
+    let mut j = Journal::in_memory().unwrap();
+    j.start_session("s", "", NewEvent::new("s0", ts(0), EventBody::session_started(None, None))).unwrap();
+    j.append("s", None, vec![NewEvent::new("s1", ts(1), sent(0, true))]).unwrap();
     assert_eq!(j.session_outcome("s").unwrap(), Some(INCOMPLETE));
+}
+
+/// A writer of whole turns (the proxy) closes each turn's run with the outcome its requests give.
+#[test]
+fn a_whole_turn_is_closed_with_the_outcome_of_its_requests() {
+    use salvage_journal::lookup::unended_run;
+    let turn = [sent(0, false), rejected_413(), sent(1, true)];
+    assert_eq!(unended_run(&turn), Some(Outcome::Recovered));
+    assert_eq!(unended_run(&[sent(0, true)]), Some(Outcome::NoFailure));
+    assert_eq!(unended_run(&[sent(0, false), rejected_413()]), Some(Outcome::Exhausted));
+    let closed = [sent(0, false), EventBody::RunEnded { outcome: Outcome::Exhausted }];
+    assert_eq!(unended_run(&closed), None);
+    assert_eq!(unended_run(&[EventBody::MessageAppended { count: 1 }]), None);
 }
 
 /// The sessions of a journal written before `run_ended` existed (their `session_started` is of

@@ -138,8 +138,9 @@ pub(super) fn prepare(
                 .with_blobs(st.blobs)
         })
         .collect();
-    // A turn whose failure went back to the client (recovery off, or not possible) ends its run
-    // here: only a run cut short reads `incomplete`, and a proxy turn is written whole.
+    // A turn is written whole, so its run ended: the `run_ended` the engine did not write (the
+    // failure went back to the client, the retry was accepted, or nothing failed) is written
+    // here. Only a run cut short reads `incomplete`.
     if let Some(outcome) = salvage_journal::lookup::unended_run(steps.iter().map(|e| &e.body)) {
         let ts = steps.last().map_or_else(|| turn.started, |e| e.ts);
         let id = event_id(&session, &ts, steps.len().saturating_add(1));
