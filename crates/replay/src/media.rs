@@ -6,44 +6,102 @@
 //! screenshots or a 40-page PDF was hundreds of tokens to the simulation and tens of thousands to
 //! the provider, so a recovery that kept them was accepted and called converged.
 //!
-//! The payload is recognised by its bytes, not by the media type a body claims:
-//! - an image (a header `imagesize` reads): Anthropic's rule, the long edge scaled to at most
-//!   1568 px, then `w·h/750` tokens, at most 1 600 (larger images are scaled down to that), at
-//!   least 85;
-//! - a PDF: 1 500 tokens per page (the low end of the 1 500–3 000 Anthropic documents; the page
-//!   images come on top), the pages counted by their `/Type /Page` objects, at least one;
-//! - UTF-8 text (a `text/plain` document): its tokens, as a message's text is counted;
-//! - anything else (audio, an unknown format): 85.
+//! The payload is recognised by its bytes, not by the media type a body claims, in this order
+//! (a review showed a looser order wrong: a CSV whose header starts `BM` read as a bitmap):
+//! - a PDF (`%PDF`): 1 500 tokens per page (the low end of the 1 500–3 000 Anthropic documents;
+//!   the page images come on top), the pages counted by their `/Type /Page` objects, in the file
+//!   and in its compressed object streams (pdfTeX's default), at least one;
+//! - an image by its signature (PNG, JPEG, GIF, WebP): Anthropic's rule, the long edge scaled to
+//!   at most 1568 px, then `w·h/750` tokens, at most 1 600 (larger images are scaled down to
+//!   that), at least 85; an image whose size cannot be read costs the most, 1 600, since a lower
+//!   price could call a recovery converged that is not;
+//! - WAV sound: Gemini's 32 tokens a second, its length from the header's byte rate;
+//! - text (almost no control bytes; UTF-8, or Latin-1 and the like read leniently): its tokens,
+//!   as a message's text is counted;
+//! - another image format `imagesize` reads (TIFF, HEIF, AVIF, …): as an image;
+//! - anything else (compressed sound, an unknown format): a token per KB, at least 85 (what
+//!   Gemini's rate gives 16-bit 16 kHz sound).
 //!
-//! The base64 is decoded a window at a time, so a payload of any size is weighed in bounded
-//! memory (the hostile one-line captures of the memory ceilings are such payloads).
+//! Base64 wrapped in lines is read as one run. It is decoded a window at a time, so a payload
+//! of any size is weighed in bounded memory (the hostile one-line captures of the memory
+//! ceilings are such payloads); only a PDF is held whole, up to [`PDF_WHOLE`], to open its
+//! object streams.
 
 use base64::Engine;
+use std::borrow::Cow;
+use std::io::Read;
 
-/// The lowest price of a payload, and the price of one the rules do not describe.
+/// The lowest price of a payload.
 pub const MEDIA_TOKENS: u64 = 85;
 /// The long edge an image is scaled to.
 const MAX_EDGE: u64 = 1568;
 /// The most an image costs (a larger one is scaled down until it costs this).
-const MAX_IMAGE_TOKENS: u64 = 1600;
+pub const MAX_IMAGE_TOKENS: u64 = 1600;
 /// What a PDF page costs, at the least.
-const PAGE_TOKENS: u64 = 1500;
+pub const PAGE_TOKENS: u64 = 1500;
 /// Base64 characters decoded at a time (a multiple of 4).
 const WINDOW: usize = 64 * 1024;
+/// An image's header is looked for in at most this many decoded bytes (a JPEG's frame header
+/// may follow large metadata segments: an ICC profile, a thumbnail).
+const IMAGE_HEADER: usize = 4 << 20;
+/// A PDF up to this size (decoded) is held whole to open its compressed object streams.
+const PDF_WHOLE: usize = 64 << 20;
+/// The most one object stream is inflated to.
+const OBJSTM_MAX: u64 = 16 << 20;
 
 /// The tokens of a base64 payload, or of a data URL (`data:…;base64,…`).
 pub fn payload_tokens(s: &str) -> u64 {
     let b64 = s.strip_prefix("data:").and_then(|r| r.split_once(";base64,")).map_or(s, |(_, b)| b);
+    // Base64 wrapped in lines (MIME style) is one run.
+    let b64: Cow<'_, str> = if b64.bytes().any(|b| b.is_ascii_whitespace()) {
+        Cow::Owned(b64.chars().filter(|c| !c.is_ascii_whitespace()).collect())
+    } else {
+        Cow::Borrowed(b64)
+    };
     let b64 = b64.trim_end_matches('=');
     let mut windows = Windows { rest: b64 };
     let Some(first) = windows.next() else { return MEDIA_TOKENS };
-    if let Ok(size) = imagesize::blob_size(&first) {
-        return image_tokens(size.width as u64, size.height as u64);
-    }
     if first.starts_with(b"%PDF") {
         return pdf_tokens(first, windows);
     }
-    text_tokens(first, windows).unwrap_or(MEDIA_TOKENS)
+    if has_image_signature(&first) {
+        return image_of(first, windows);
+    }
+    if let Some(rate) = wav_byte_rate(&first) {
+        // Sound: Gemini's 32 tokens a second.
+        let len = windows.fold(first.len() as u64, |n, w| n.saturating_add(w.len() as u64));
+        return len.checked_div(rate).unwrap_or(0).saturating_mul(AUDIO_TOKENS_PER_SECOND).max(MEDIA_TOKENS);
+    }
+    if is_text(&first) {
+        return text_tokens(first, windows);
+    }
+    if let Ok(size) = imagesize::blob_size(&first) {
+        return image_tokens(size.width as u64, size.height as u64);
+    }
+    let len = windows.fold(first.len() as u64, |n, w| n.saturating_add(w.len() as u64));
+    (len / 1024).max(MEDIA_TOKENS)
+}
+
+/// What a second of sound costs (Gemini's documented rate).
+const AUDIO_TOKENS_PER_SECOND: u64 = 32;
+
+/// The bytes per second of a WAV file (`RIFF`…`WAVE`, its `fmt ` chunk's byte rate).
+fn wav_byte_rate(b: &[u8]) -> Option<u64> {
+    if !(b.starts_with(b"RIFF") && b.get(8..12) == Some(b"WAVE")) {
+        return None;
+    }
+    let mut at = 12usize;
+    // The chunks before `fmt ` (a `LIST`, a `JUNK`) are skipped by their sizes.
+    for _ in 0..16 {
+        let id = b.get(at..at.checked_add(4)?)?;
+        let size = u32::from_le_bytes(b.get(at.checked_add(4)?..at.checked_add(8)?)?.try_into().ok()?);
+        if id == b"fmt " {
+            let rate = b.get(at.checked_add(16)?..at.checked_add(20)?)?;
+            return Some(u64::from(u32::from_le_bytes(rate.try_into().ok()?))).filter(|r| *r > 0);
+        }
+        at = at.checked_add(8)?.checked_add(usize::try_from(size).ok()?)?;
+    }
+    None
 }
 
 /// An image of `w` by `h` pixels.
@@ -58,6 +116,37 @@ pub fn image_tokens(w: u64, h: u64) -> u64 {
         _ => (w, h),
     };
     w.saturating_mul(h).checked_div(750).unwrap_or(0).clamp(MEDIA_TOKENS, MAX_IMAGE_TOKENS)
+}
+
+/// PNG, JPEG, GIF or WebP by their first bytes.
+fn has_image_signature(b: &[u8]) -> bool {
+    b.starts_with(&[0x89, b'P', b'N', b'G'])
+        || b.starts_with(&[0xff, 0xd8, 0xff])
+        || b.starts_with(b"GIF8")
+        || (b.starts_with(b"RIFF") && b.get(8..12) == Some(b"WEBP"))
+}
+
+/// An image with a known signature: its size from its header, read from more of the payload
+/// when the first window does not hold it; the most an image costs when no header says it.
+fn image_of(first: Vec<u8>, rest: Windows<'_>) -> u64 {
+    let mut head = first;
+    let mut rest = rest;
+    loop {
+        if let Ok(size) = imagesize::blob_size(&head) {
+            return image_tokens(size.width as u64, size.height as u64);
+        }
+        match rest.next() {
+            Some(w) if head.len() < IMAGE_HEADER => head.extend_from_slice(&w),
+            _ => return MAX_IMAGE_TOKENS,
+        }
+    }
+}
+
+/// Text: almost no control bytes (tab, line breaks and form feed are text; one stray NUL in a
+/// log is tolerated, a binary format's headers and tables are full of them).
+fn is_text(b: &[u8]) -> bool {
+    let control = b.iter().filter(|c| matches!(**c, 0..=8 | 0x0b | 0x0e..=0x1f | 0x7f)).count();
+    control.saturating_mul(100) <= b.len()
 }
 
 /// The decoded bytes of a base64 string, a window at a time (standard or URL-safe alphabet,
@@ -86,35 +175,67 @@ impl Iterator for Windows<'_> {
     }
 }
 
-/// A PDF: its pages, counted across windows (a marker split by a window's edge is found in the
-/// overlap kept from the window before).
+/// A PDF: its pages, in the file and in its compressed object streams when it is held whole;
+/// counted a window at a time (plain objects only) past [`PDF_WHOLE`].
 fn pdf_tokens(first: Vec<u8>, rest: Windows<'_>) -> u64 {
+    let mut whole = first;
+    let mut rest = rest;
     let mut pages = 0u64;
-    let mut carry: Vec<u8> = Vec::new();
-    for w in std::iter::once(first).chain(rest) {
-        // The tail kept from the window before: a marker that ended in it was counted then.
-        let kept = carry.len();
-        carry.extend_from_slice(&w);
-        pages = pages.saturating_add(page_objects(&carry, kept));
-        // Keep the tail a marker not yet counted could start in.
-        let keep = carry.len().min(15);
-        carry.drain(..carry.len().saturating_sub(keep));
+    let mut streamed = false;
+    while let Some(w) = rest.next() {
+        if whole.len().saturating_add(w.len()) > PDF_WHOLE {
+            // Too large to hold: the plain objects, window by window.
+            pages = pdf_pages_streamed(std::mem::take(&mut whole), w, rest);
+            streamed = true;
+            break;
+        }
+        whole.extend_from_slice(&w);
+    }
+    if !streamed {
+        pages = page_objects(&whole, 0).saturating_add(object_stream_pages(&whole));
     }
     pages.max(1).saturating_mul(PAGE_TOKENS)
 }
 
-/// `/Type /Page` objects (not `/Pages`) in `b`, with or without the space, whose marker and the
-/// byte after it end past `counted` (those ending before were counted with the window before).
+/// The plain page objects of a PDF too large to hold, across windows (a marker split by a
+/// window's edge is found in the overlap kept from the window before).
+fn pdf_pages_streamed(head: Vec<u8>, next: Vec<u8>, rest: Windows<'_>) -> u64 {
+    let mut pages = 0u64;
+    let mut carry: Vec<u8> = Vec::new();
+    for w in [head, next].into_iter().chain(rest) {
+        // The tail kept from the window before: a marker that ended in it was counted then.
+        let kept = carry.len();
+        carry.extend_from_slice(&w);
+        pages = pages.saturating_add(page_objects(&carry, kept));
+        let keep = carry.len().min(64);
+        carry.drain(..carry.len().saturating_sub(keep));
+    }
+    pages
+}
+
+/// PDF whitespace.
+fn pdf_space(c: u8) -> bool {
+    matches!(c, 0 | b'\t' | b'\n' | 0x0c | b'\r' | b' ')
+}
+
+/// `/Type /Page` objects (not `/Pages`) in `b`, any whitespace between the names, whose marker
+/// and the byte after it end past `counted` (those ending before were counted already).
 fn page_objects(b: &[u8], counted: usize) -> u64 {
     let mut n = 0u64;
-    for (i, _) in b.iter().enumerate().filter(|(_, c)| **c == b'/') {
-        let tail = b.get(i..).unwrap_or_default();
-        let after = tail.strip_prefix(b"/Type /Page").or_else(|| tail.strip_prefix(b"/Type/Page"));
-        // A marker at the very end of the bytes is counted with the next window, which sees
-        // the byte after it.
-        if let Some(a) = after {
-            let end = b.len().saturating_sub(a.len()).saturating_add(1);
-            if end > counted && a.first().is_some_and(|c| !c.is_ascii_alphanumeric()) {
+    let mut i = 0usize;
+    while let Some(at) = find(b.get(i..).unwrap_or_default(), b"/Type") {
+        let start = i.saturating_add(at).saturating_add(5);
+        i = start;
+        let mut j = start;
+        while b.get(j).copied().is_some_and(pdf_space) {
+            j = j.saturating_add(1);
+        }
+        let tail = b.get(j..).unwrap_or_default();
+        if let Some(after) = tail.strip_prefix(b"/Page") {
+            // The byte after the name ends it (a delimiter or whitespace); a marker at the very
+            // end is counted with the next window, which sees that byte.
+            let end = j.saturating_add(6);
+            if end > counted && after.first().is_some_and(|c| !c.is_ascii_alphanumeric()) {
                 n = n.saturating_add(1);
             }
         }
@@ -122,32 +243,96 @@ fn page_objects(b: &[u8], counted: usize) -> u64 {
     n
 }
 
-/// UTF-8 text: its tokens, counted a window at a time; `None` when the bytes are not text.
-fn text_tokens(first: Vec<u8>, rest: Windows<'_>) -> Option<u64> {
+/// The first place `needle` is in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Page objects inside the PDF's compressed object streams (`/Type /ObjStm`, `/FlateDecode`),
+/// each inflated up to [`OBJSTM_MAX`].
+fn object_stream_pages(pdf: &[u8]) -> u64 {
+    let mut pages = 0u64;
+    let mut i = 0usize;
+    while let Some(at) = find(pdf.get(i..).unwrap_or_default(), b"stream") {
+        let kw = i.saturating_add(at);
+        i = kw.saturating_add(6);
+        // `endstream` is not a start; the dictionary before the keyword says what it holds.
+        if kw >= 3 && pdf.get(kw.saturating_sub(3)..kw) == Some(b"end") {
+            continue;
+        }
+        let dict = pdf.get(kw.saturating_sub(512)..kw).unwrap_or_default();
+        let dict = match dict.windows(2).rposition(|w| w == b"<<") {
+            Some(p) => dict.get(p..).unwrap_or_default(),
+            None => dict,
+        };
+        if find(dict, b"/ObjStm").is_none() || find(dict, b"/FlateDecode").is_none() {
+            continue;
+        }
+        let mut data = kw.saturating_add(6);
+        if pdf.get(data) == Some(&b'\r') {
+            data = data.saturating_add(1);
+        }
+        if pdf.get(data) == Some(&b'\n') {
+            data = data.saturating_add(1);
+        }
+        let body = pdf.get(data..).unwrap_or_default();
+        let end = find(body, b"endstream").unwrap_or(body.len());
+        let mut out = Vec::new();
+        let z = flate2::bufread::ZlibDecoder::new(body.get(..end).unwrap_or_default());
+        // A stream that does not inflate whole still gives what it inflated.
+        let _ = z.take(OBJSTM_MAX).read_to_end(&mut out);
+        pages = pages.saturating_add(page_objects(&out, 0));
+        i = data.saturating_add(end);
+    }
+    pages
+}
+
+/// Text: its tokens, counted a window at a time (a character split by a window's edge waits
+/// for the next; bytes that are not UTF-8 are read as replacement characters, as a lenient
+/// reader of a Latin-1 file would).
+fn text_tokens(first: Vec<u8>, rest: Windows<'_>) -> u64 {
     let mut n = 0u64;
     let mut carry: Vec<u8> = Vec::new();
     for w in std::iter::once(first).chain(rest) {
         carry.extend_from_slice(&w);
-        let valid = match std::str::from_utf8(&carry) {
-            Ok(s) => s.len(),
-            // A character split by the window's edge waits for the next window.
+        // The bytes of a character the window's edge split stay for the next window.
+        let whole = match std::str::from_utf8(&carry) {
+            Ok(_) => carry.len(),
             Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => return None,
+            Err(_) => carry.len().saturating_sub(incomplete_tail(&carry)),
         };
-        let text = std::str::from_utf8(carry.get(..valid)?).ok()?;
-        if text.contains('\0') {
-            return None;
-        }
-        n = n.saturating_add(crate::o200k::count(text));
-        carry.drain(..valid);
+        let text = String::from_utf8_lossy(carry.get(..whole).unwrap_or_default());
+        n = n.saturating_add(crate::o200k::count(&text));
+        carry.drain(..whole);
     }
-    carry.is_empty().then_some(n)
+    if !carry.is_empty() {
+        n = n.saturating_add(crate::o200k::count(&String::from_utf8_lossy(&carry)));
+    }
+    n
+}
+
+/// How many bytes at the end of `b` begin a UTF-8 character that is not complete.
+fn incomplete_tail(b: &[u8]) -> usize {
+    for back in 1..=3usize.min(b.len()) {
+        let Some(&c) = b.get(b.len().saturating_sub(back)) else { break };
+        if c & 0xc0 != 0x80 {
+            let need = match c {
+                0xc0..=0xdf => 2,
+                0xe0..=0xef => 3,
+                0xf0..=0xf7 => 4,
+                _ => 1,
+            };
+            return if need > back { back } else { 0 };
+        }
+    }
+    0
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // tests may panic
     use super::*;
+    use std::io::Write;
 
     fn b64(b: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(b)
@@ -164,6 +349,26 @@ mod tests {
         b
     }
 
+    /// A JPEG of `w` by `h` whose frame header follows `app` bytes of metadata (an APP2
+    /// segment of an ICC profile, split in 64 KB segments as JPEG requires).
+    fn jpeg(w: u16, h: u16, app: usize) -> Vec<u8> {
+        let mut b = vec![0xff, 0xd8];
+        let mut left = app;
+        while left > 0 {
+            let n = left.min(60_000);
+            b.extend_from_slice(&[0xff, 0xe2]);
+            b.extend_from_slice(&u16::try_from(n + 2).unwrap().to_be_bytes());
+            b.extend(std::iter::repeat_n(0x41u8, n));
+            left -= n;
+        }
+        b.extend_from_slice(&[0xff, 0xc0, 0, 17, 8]);
+        b.extend_from_slice(&h.to_be_bytes());
+        b.extend_from_slice(&w.to_be_bytes());
+        b.extend_from_slice(&[3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]);
+        b.extend_from_slice(&[0xff, 0xd9]);
+        b
+    }
+
     #[test]
     fn an_image_costs_what_its_size_does() {
         // 1920x1080 is scaled to 1568x882: 1843 tokens, capped at 1600.
@@ -172,21 +377,62 @@ mod tests {
         assert_eq!(payload_tokens(&b64(&png(64, 64))), MEDIA_TOKENS);
         let url = format!("data:image/png;base64,{}", b64(&png(1000, 750)));
         assert_eq!(payload_tokens(&url), 1000);
+        // Review finding 4: a frame header past the first window (a 200 KB ICC profile).
+        assert_eq!(payload_tokens(&b64(&jpeg(1000, 750, 0))), 1000);
+        assert_eq!(payload_tokens(&b64(&jpeg(1000, 750, 200_000))), 1000);
+        // A signature without a readable size costs the most.
+        assert_eq!(payload_tokens(&b64(&[0xff, 0xd8, 0xff, 0xe0, 0, 0, 1, 2, 3])), MAX_IMAGE_TOKENS);
+        // Wrapped at 76 columns, as MIME writes it.
+        let wrapped: String = b64(&png(1000, 750))
+            .as_bytes()
+            .chunks(76)
+            .map(|c| format!("{}\r\n", std::str::from_utf8(c).unwrap()))
+            .collect();
+        assert_eq!(payload_tokens(&wrapped), 1000);
     }
 
-    #[test]
-    fn a_pdf_costs_its_pages_even_across_windows() {
-        let mut pdf = b"%PDF-1.4\n1 0 obj << /Type /Pages /Count 40 >> endobj\n".to_vec();
-        for i in 0..40 {
+    fn pdf_pages(n: usize, sep: &str) -> Vec<u8> {
+        let mut pdf = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj << /Type /Pages /Count 40 >> endobj\n".to_vec();
+        for i in 0..n {
             pdf.extend_from_slice(
-                format!("{} 0 obj << /Type /Page /Parent 1 0 R >>\nstream\n", i + 2).as_bytes(),
+                format!("{} 0 obj << /Type{sep}/Page /Parent 1 0 R >>\nstream\n", i + 2).as_bytes(),
             );
             // Page content large enough that markers fall on every side of a window's edge.
             pdf.extend(std::iter::repeat_n(b'x', 7_001 + i * 13));
             pdf.extend_from_slice(b"\nendstream endobj\n");
         }
-        assert_eq!(payload_tokens(&b64(&pdf)), 40 * PAGE_TOKENS);
+        pdf.extend_from_slice(b"%%EOF\n");
+        pdf
+    }
+
+    #[test]
+    fn a_pdf_costs_its_pages() {
+        assert_eq!(payload_tokens(&b64(&pdf_pages(40, " "))), 40 * PAGE_TOKENS);
+        // Review finding 2: any whitespace between the names.
+        assert_eq!(payload_tokens(&b64(&pdf_pages(40, "\n"))), 40 * PAGE_TOKENS);
+        assert_eq!(payload_tokens(&b64(&pdf_pages(40, ""))), 40 * PAGE_TOKENS);
         assert_eq!(payload_tokens(&b64(b"%PDF-1.7\n%%EOF")), PAGE_TOKENS, "at least one page");
+    }
+
+    /// Review finding 2: pdfTeX puts its page objects in compressed object streams.
+    #[test]
+    fn a_pdf_costs_the_pages_in_its_object_streams() {
+        let objects: String =
+            (0..40).map(|i| format!("<< /Type /Page /Parent 1 0 R /Contents {} 0 R >>\n", i + 100)).collect();
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(objects.as_bytes()).unwrap();
+        let packed = z.finish().unwrap();
+        let mut pdf = b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n".to_vec();
+        pdf.extend_from_slice(
+            format!(
+                "5 0 obj\n<< /Type /ObjStm /N 40 /First 10 /Length {} /Filter /FlateDecode >>\nstream\n",
+                packed.len()
+            )
+            .as_bytes(),
+        );
+        pdf.extend_from_slice(&packed);
+        pdf.extend_from_slice(b"\nendstream\nendobj\n%%EOF\n");
+        assert_eq!(payload_tokens(&b64(&pdf)), 40 * PAGE_TOKENS);
     }
 
     #[test]
@@ -200,10 +446,57 @@ mod tests {
         assert!(counted > 50_000, "{counted}");
     }
 
+    /// Review findings 3 and 5: text that begins like an image format's signature, a log with
+    /// a stray NUL, and a Latin-1 file are text.
     #[test]
-    fn anything_else_costs_the_lowest_price() {
-        let audio: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        assert_eq!(payload_tokens(&b64(&audio)), MEDIA_TOKENS);
+    fn text_is_text_whatever_its_first_bytes() {
+        let rows: String =
+            (0..5_000).map(|i| format!("{}.{},{},{}\n", 20 + i % 15, i % 10, 30 + i % 40, i)).collect();
+        let csv = format!("BMI,age,id\n{rows}");
+        let (counted, tokens) = (payload_tokens(&b64(csv.as_bytes())), crate::o200k::count(&csv));
+        assert!(counted.abs_diff(tokens) <= 3 && tokens > 40_000, "{counted} vs {tokens}");
+        let hindi: String = "\nकी ".repeat(5_000);
+        assert!(payload_tokens(&b64(hindi.as_bytes())) > 5_000);
+        let mut log: Vec<u8> = (0..5_000).flat_map(|i| format!("GET /item/{i} 200\n").into_bytes()).collect();
+        log.push(0);
+        assert!(payload_tokens(&b64(&log)) > 20_000, "{}", payload_tokens(&b64(&log)));
+        let latin1: Vec<u8> = (0..5_000)
+            .flat_map(|i| format!("caf\u{e9};{i}\n").into_bytes())
+            .map(|b| if b == 0xc3 { 0xe9 } else { b })
+            .filter(|b| *b != 0xa9)
+            .collect();
+        assert!(payload_tokens(&b64(&latin1)) > 10_000, "{}", payload_tokens(&b64(&latin1)));
+    }
+
+    /// Review finding 5: ten minutes of sound are 19 200 tokens to Gemini, whatever the rate.
+    #[test]
+    fn a_wav_costs_its_seconds() {
+        for (rate, bits) in [(8_000u32, 16u16), (16_000, 16), (44_100, 8)] {
+            let byte_rate = rate * u32::from(bits / 8);
+            let data = byte_rate as usize * 600;
+            let mut wav = b"RIFF".to_vec();
+            wav.extend_from_slice(&u32::try_from(36 + data).unwrap().to_le_bytes());
+            wav.extend_from_slice(b"WAVEfmt ");
+            wav.extend_from_slice(&16u32.to_le_bytes());
+            wav.extend_from_slice(&1u16.to_le_bytes());
+            wav.extend_from_slice(&1u16.to_le_bytes());
+            wav.extend_from_slice(&rate.to_le_bytes());
+            wav.extend_from_slice(&byte_rate.to_le_bytes());
+            wav.extend_from_slice(&(bits / 8).to_le_bytes());
+            wav.extend_from_slice(&bits.to_le_bytes());
+            wav.extend_from_slice(b"data");
+            wav.extend_from_slice(&u32::try_from(data).unwrap().to_le_bytes());
+            wav.extend((0..data).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+            assert_eq!(payload_tokens(&b64(&wav)), 600 * 32, "{rate} Hz, {bits} bits");
+        }
+    }
+
+    #[test]
+    fn anything_else_costs_a_token_per_kilobyte() {
+        let audio: Vec<u8> = (0..2_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        assert_eq!(payload_tokens(&b64(&audio)), 2_000_000 / 1024);
+        let short: Vec<u8> = audio.iter().copied().take(10_000).collect();
+        assert_eq!(payload_tokens(&b64(&short)), MEDIA_TOKENS);
         assert_eq!(payload_tokens(""), MEDIA_TOKENS);
         assert_eq!(payload_tokens("not base64 at all!"), MEDIA_TOKENS);
     }

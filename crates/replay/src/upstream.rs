@@ -126,8 +126,9 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
 /// field for (a text document, a thinking block, a code cell): their text, counted as the model
 /// reads it. Placeholders of the modeled parts (objects with a `$` key) are counted with the
 /// message. Binary content (a base64 or data-URL payload: a long run of base64 characters),
-/// whatever its key, is weighed by what its bytes are ([`crate::media`]: an image by its size, a
-/// PDF by its pages, a text document by its text, anything else 85); identifiers, signatures and
+/// whatever its key (but in a block of `type: text`), is weighed by what its bytes are
+/// ([`crate::media`]: an image by its size, a PDF by its pages, a text document by its text,
+/// anything else by its size); identifiers, signatures and
 /// encrypted blobs (`id`, `type`, `signature`, `encrypted_content`, …) count nothing. Before,
 /// these blocks weighed nothing, and a request over the window with a 60 KB document in it was
 /// accepted (review of the checks, finding 2); base64 under `data` was then read as text
@@ -143,10 +144,13 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
                 // The payload inside, weighed by its bytes; a URL-only image at the lowest price.
                 return first_payload(w).map_or(MEDIA_TOKENS, crate::media::payload_tokens);
             }
+            // A block that says it is text (an Anthropic text document's source) holds text, even
+            // a long run of base64's letters (a DNA sequence: review finding 5).
+            let text = kind == Some("text");
             o.iter()
                 .map(|(k, v)| match v {
                     Value::String(_) if OPAQUE_KEYS.contains(&k.as_str()) => 0,
-                    Value::String(s) if is_binary(s) => crate::media::payload_tokens(s),
+                    Value::String(s) if !text && is_binary(s) => crate::media::payload_tokens(s),
                     Value::String(s) => crate::o200k::count(s),
                     v => wire_tokens(v),
                 })
@@ -242,27 +246,44 @@ pub struct Simulated {
     fixed_tokens: u64,
 }
 
-/// Top-level request fields the model reads as input besides the messages: tool definitions
-/// (every format's spelling), structured-output schemas, and instructions a format keeps outside
-/// its messages when the importer could not model them as one. Sampling parameters, the model
-/// id, metadata and flags count nothing.
-const INPUT_FIELDS: &[&str] =
-    &["tools", "functions", "toolConfig", "instructions", "system", "systemInstruction", "response_format"];
+/// The request fields the model reads as input besides the messages, as paths from the top
+/// level: tool definitions (every format's spelling), structured-output schemas (chat's
+/// `response_format`, the Responses API's `text.format`, Gemini's `generationConfig` schemas),
+/// and instructions a format keeps outside its messages when the importer could not model them
+/// as one. Sampling parameters, the model id, metadata and flags count nothing.
+const INPUT_FIELDS: &[&[&str]] = &[
+    &["tools"],
+    &["functions"],
+    &["toolConfig"],
+    &["instructions"],
+    &["system"],
+    &["systemInstruction"],
+    &["response_format"],
+    &["text", "format"],
+    &["generationConfig", "responseSchema"],
+    &["generationConfig", "responseJsonSchema"],
+    &["generationConfig", "response_schema"],
+];
 
-/// The tokens a captured request's fields carry besides its messages (tool definitions,
-/// instructions kept outside the messages, output schemas): a string as its text, anything else
-/// (a tool's JSON schema, names and descriptions included) as its compact JSON. Providers count tool definitions as input tokens; before, the simulation
-/// counted only the messages, so a request whose tools filled the window was accepted and its
-/// recovery called converged.
+/// The tokens a captured request's fields carry besides its messages ([`INPUT_FIELDS`]'s
+/// paths): a string as its text, anything else (a tool's JSON schema, names and descriptions
+/// included) as its compact JSON. Providers count tool definitions and output schemas as input
+/// tokens; before, the simulation counted only the messages, so a request whose tools (or, in
+/// the review, whose Responses or Gemini schema) filled the window was accepted and its recovery
+/// called converged.
 pub fn request_tokens(fields: &serde_json::Map<String, serde_json::Value>) -> u64 {
-    fields
+    use serde_json::Value;
+    INPUT_FIELDS
         .iter()
-        .filter(|(k, _)| INPUT_FIELDS.contains(&k.as_str()))
-        .map(|(_, v)| match v {
-            serde_json::Value::String(s) => crate::o200k::count(s),
-            serde_json::Value::Null => 0,
-            serde_json::Value::Array(a) if a.is_empty() => 0,
-            serde_json::Value::Object(o) if o.is_empty() => 0,
+        .filter_map(|path| {
+            let (first, rest) = path.split_first()?;
+            rest.iter().try_fold(fields.get(*first)?, |v, k| v.get(*k))
+        })
+        .map(|v| match v {
+            Value::String(s) => crate::o200k::count(s),
+            Value::Null => 0,
+            Value::Array(a) if a.is_empty() => 0,
+            Value::Object(o) if o.is_empty() => 0,
             v => crate::o200k::count(&v.to_string()),
         })
         .fold(0, u64::saturating_add)

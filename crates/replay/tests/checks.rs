@@ -495,6 +495,26 @@ fn request_fields_that_carry_no_input_count_nothing() {
     assert_eq!(request_tokens(fields.as_object().unwrap()), 0);
     let with = serde_json::json!({"instructions": "Answer in French.", "model": "gpt-4o"});
     assert_eq!(request_tokens(with.as_object().unwrap()), salvage_replay::o200k::count("Answer in French."));
+    // Review finding 6: the output schema counts in every format's spelling.
+    let schema = serde_json::json!({"type": "object", "properties": {"answer": {"type": "string", "description": "the answer, in French"}}});
+    let n = salvage_replay::o200k::count(&schema.to_string());
+    for body in [
+        serde_json::json!({"response_format": schema}),
+        serde_json::json!({"text": {"format": schema, "verbosity": "low"}}),
+        serde_json::json!({"generationConfig": {"responseSchema": schema, "temperature": 0.2}}),
+    ] {
+        assert_eq!(request_tokens(body.as_object().unwrap()), n, "{body}");
+    }
+}
+
+/// Review finding 5: a text document's source is text, even when its letters are all base64's
+/// (a DNA sequence), not a payload decoded into noise.
+#[test]
+fn a_text_documents_letters_are_text() {
+    use salvage_replay::upstream::wire_tokens;
+    let dna: String = (0..20_000).map(|i| ["A", "C", "G", "T"][(i * 7 + i / 3) % 4]).collect();
+    let doc = serde_json::json!([{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": dna}}]);
+    assert!(wire_tokens(&doc) >= salvage_replay::o200k::count(&dna), "{}", wire_tokens(&doc));
 }
 
 /// A PNG of `w` by `h` as base64: its header (what a size reader reads) and zero bytes.
