@@ -178,8 +178,12 @@ fn overflowing_model(input: &CaptureInput, notes: &mut Vec<String>) -> ModelSpec
         Api::OpenaiChat | Api::OpenaiResponses => OverflowStyle::Openai,
     };
     // The simulation counts with its own tokenizer: the window keeps the excess the provider
-    // reported (counted/window), so the replay overflows as the provider did.
-    let counted = salvage_replay::upstream::count_tokens(&input.history);
+    // reported (counted/window), so the replay overflows as the provider did. It counts what the
+    // simulation will count, the request's tool definitions and schemas with the messages: a
+    // window scaled from the messages alone was exceeded by the tools on every retry (review
+    // finding 8).
+    let counted = salvage_replay::upstream::count_tokens(&input.history)
+        .saturating_add(salvage_replay::upstream::request_tokens(&input.request.fields));
     let window = match overflow_numbers(&input.failure.message) {
         Some((_, m)) if counted > m => m,
         Some((n, m)) if n > 0 => u128::from(counted)
@@ -245,5 +249,52 @@ mod tests {
         assert!(!c.to_json_pretty().contains(&secret));
         let max = c.upstream.gateway.as_ref().and_then(|g| g.max_body_bytes).unwrap();
         assert_eq!(max, kept - 1);
+    }
+
+    /// Review finding 8: the window of an overflow is scaled from what the simulation counts,
+    /// tools included, so a request 2.5 % over reads 2.5 % over in the replay too.
+    #[test]
+    fn an_overflows_window_counts_the_tools_as_the_simulation_does() {
+        let tools: Vec<serde_json::Value> = (0..40)
+            .map(|i| serde_json::json!({"name": format!("tool_{i}"), "description": "does a thing to a file ".repeat(40),
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}))
+            .collect();
+        let messages: Vec<serde_json::Value> = (0..20)
+            .map(|i| {
+                serde_json::json!({"role": if i % 2 == 0 { "user" } else { "assistant" },
+                "content": format!("step {i}: {}", "the build log says something ".repeat(60))})
+            })
+            .collect();
+        let body = serde_json::to_vec(&serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 8,
+            "tools": tools, "messages": messages}))
+        .unwrap();
+        let parsed = crate::route::parse(Api::AnthropicMessages, &body).unwrap();
+        let input = CaptureInput {
+            api: Api::AnthropicMessages,
+            client: None,
+            model: parsed.model.clone(),
+            history: parsed.history.clone(),
+            request: parsed.request.clone(),
+            bytes: body.len() as u64,
+            failure: Failure {
+                status: Some(400),
+                message: "prompt is too long: 205000 tokens > 200000 maximum".into(),
+                transport: None,
+                rejected_request_bytes: None,
+            },
+            class: ErrorClass::ContextOverflow,
+            upstream: "http://127.0.0.1".into(),
+            rejected_retries: Vec::new(),
+        };
+        let c = build_capture(&input, "t-2", &BTreeMap::new());
+        let window = c.upstream.model.as_ref().and_then(|m| m.context_window_tokens).unwrap();
+        let sim = salvage_replay::upstream::Simulated::for_capture(&c);
+        let counted = match sim.judge(0, &c.history, false) {
+            Err(r) => r.counted_tokens.unwrap(),
+            Ok(v) => panic!("attempt 0 must overflow: {v:?}"),
+        };
+        // 205 000 / 200 000: the simulation's count is 2.5 % over the window, as the provider's.
+        let over = counted as f64 / window as f64;
+        assert!((over - 1.025).abs() < 0.002, "{counted} / {window} = {over}");
     }
 }
