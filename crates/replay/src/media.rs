@@ -24,7 +24,7 @@
 //!
 //! Base64 wrapped in lines is read as one run. It is decoded a window at a time, so a payload
 //! of any size is weighed in bounded memory (the hostile one-line captures of the memory
-//! ceilings are such payloads); only a PDF is held whole, up to [`PDF_WHOLE`], to open its
+//! ceilings are such payloads); only a PDF is held whole, up to 64 MB decoded, to open its
 //! object streams.
 
 use base64::Engine;

@@ -251,7 +251,7 @@ pub struct Simulated {
 /// `response_format`, the Responses API's `text.format`, Gemini's `generationConfig` schemas),
 /// and instructions a format keeps outside its messages when the importer could not model them
 /// as one. Sampling parameters, the model id, metadata and flags count nothing.
-const INPUT_FIELDS: &[&[&str]] = &[
+pub const INPUT_FIELDS: &[&[&str]] = &[
     &["tools"],
     &["functions"],
     &["toolConfig"],
