@@ -32,8 +32,8 @@ pub struct VerifyReport {
     pub events: u64,
     /// The first bad event per bad session.
     pub bad: Vec<BadEvent>,
-    /// Sound sessions whose last recovery run was cut short (no `run_ended` after its last
-    /// rejection: a killed process, a full disk): their outcome is unknown, not `exhausted`.
+    /// Sound sessions whose last recovery run was cut short (a request after their last
+    /// `run_ended`: a killed process, a full disk): their outcome is unknown, not `exhausted`.
     /// Not a failure of integrity; said so that an audit does not read them as finished.
     pub incomplete: Vec<String>,
 }

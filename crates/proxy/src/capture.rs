@@ -136,7 +136,7 @@ pub fn build_capture(input: &CaptureInput, id: &str, settings: &BTreeMap<String,
     }
     capture.upstream.gateway = gateway(input, rebuilt, &mut notes);
     if input.class == ErrorClass::ContextOverflow {
-        capture.upstream.model = Some(overflowing_model(input, &mut notes));
+        capture.upstream.model = Some(overflowing_model(input, &capture, &mut notes));
     }
     let what = match (input.failure.status, &input.failure.transport) {
         (Some(s), _) => format!("HTTP {s}"),
@@ -171,21 +171,24 @@ fn gateway(input: &CaptureInput, rebuilt: u64, notes: &mut Vec<String>) -> Optio
     })
 }
 
-/// The model of an overflow: the provider's style and a window that reproduces it.
-fn overflowing_model(input: &CaptureInput, notes: &mut Vec<String>) -> ModelSpec {
+/// The model of an overflow: the provider's style and a window that reproduces it, scaled from
+/// what the replay's simulation will count of `capture` (its kept, redacted history and its
+/// request's tools and schemas) by the provider's reported excess (tokens/window), so the replay
+/// is as far over as the provider said.
+///
+/// Re-review, findings 2 and 7: the window was scaled from the body before redaction (a log full
+/// of tokens, 202 KB as sent and 12 KB as kept, replayed 94 % under its window and "recovered"
+/// at once), and the provider's own window was kept whenever the simulation counted more than
+/// it (25 % over at the provider, 2.4 % in the replay).
+fn overflowing_model(input: &CaptureInput, capture: &Capture, notes: &mut Vec<String>) -> ModelSpec {
     let style = match input.api {
         Api::AnthropicMessages => OverflowStyle::Anthropic,
         Api::OpenaiChat | Api::OpenaiResponses => OverflowStyle::Openai,
     };
-    // The simulation counts with its own tokenizer: the window keeps the excess the provider
-    // reported (counted/window), so the replay overflows as the provider did. It counts what the
-    // simulation will count, the request's tool definitions and schemas with the messages: a
-    // window scaled from the messages alone was exceeded by the tools on every retry (review
-    // finding 8).
-    let counted = salvage_replay::upstream::count_tokens(&input.history)
-        .saturating_add(salvage_replay::upstream::request_tokens(&input.request.fields));
+    let fields =
+        capture.request.as_ref().map(|r| salvage_replay::upstream::request_tokens(&r.fields)).unwrap_or(0);
+    let counted = salvage_replay::upstream::count_tokens(&capture.history).saturating_add(fields);
     let window = match overflow_numbers(&input.failure.message) {
-        Some((_, m)) if counted > m => m,
         Some((n, m)) if n > 0 => u128::from(counted)
             .checked_mul(u128::from(m))
             .and_then(|x| x.checked_div(u128::from(n)))
@@ -296,5 +299,49 @@ mod tests {
         // 205 000 / 200 000: the simulation's count is 2.5 % over the window, as the provider's.
         let over = counted as f64 / window as f64;
         assert!((over - 1.025).abs() < 0.002, "{counted} / {window} = {over}");
+    }
+
+    /// Re-review findings 2 and 7: the window is scaled from the capture as kept (redacted), and
+    /// a provider's excess larger than the simulation's count is kept too.
+    #[test]
+    fn an_overflows_window_is_scaled_from_the_kept_capture_at_the_providers_excess() {
+        let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+        let log: String = (0..400).map(|i| format!("GET /api/{i} Authorization: Bearer {jwt}\n")).collect();
+        for (message, ratio) in [
+            ("prompt is too long: 205000 tokens > 200000 maximum", 1.025),
+            ("prompt is too long: 250000 tokens > 200000 maximum", 1.25),
+        ] {
+            let body = serde_json::to_vec(&serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 8,
+                "messages": [{"role": "user", "content": format!("why do these fail?\n{log}")}]}))
+            .unwrap();
+            let parsed = crate::route::parse(Api::AnthropicMessages, &body).unwrap();
+            let input = CaptureInput {
+                api: Api::AnthropicMessages,
+                client: None,
+                model: parsed.model.clone(),
+                history: parsed.history.clone(),
+                request: parsed.request.clone(),
+                bytes: body.len() as u64,
+                failure: Failure {
+                    status: Some(400),
+                    message: message.into(),
+                    transport: None,
+                    rejected_request_bytes: None,
+                },
+                class: ErrorClass::ContextOverflow,
+                upstream: "http://127.0.0.1".into(),
+                rejected_retries: Vec::new(),
+            };
+            let c = build_capture(&input, "t-3", &BTreeMap::new());
+            assert!(!c.to_json_pretty().contains(jwt), "redacted");
+            let window = c.upstream.model.as_ref().and_then(|m| m.context_window_tokens).unwrap();
+            let counted =
+                match salvage_replay::upstream::Simulated::for_capture(&c).judge(0, &c.history, false) {
+                    Err(r) => r.counted_tokens.unwrap(),
+                    Ok(v) => panic!("attempt 0 must overflow: {v:?}"),
+                };
+            let over = counted as f64 / window as f64;
+            assert!((over - ratio).abs() < 0.01, "{message}: {counted} / {window} = {over}");
+        }
     }
 }

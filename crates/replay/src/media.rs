@@ -48,6 +48,8 @@ const IMAGE_HEADER: usize = 4 << 20;
 const PDF_WHOLE: usize = 64 << 20;
 /// The most one object stream is inflated to.
 const OBJSTM_MAX: u64 = 16 << 20;
+/// The most all the object streams of a PDF are inflated to together.
+const OBJSTM_TOTAL: u64 = 64 << 20;
 
 /// The tokens of a base64 payload, or of a data URL (`data:…;base64,…`).
 pub fn payload_tokens(s: &str) -> u64 {
@@ -192,9 +194,52 @@ fn pdf_tokens(first: Vec<u8>, rest: Windows<'_>) -> u64 {
         whole.extend_from_slice(&w);
     }
     if !streamed {
-        pages = page_objects(&whole, 0).saturating_add(object_stream_pages(&whole));
+        pages = held_pdf_pages(&whole);
     }
     pages.max(1).saturating_mul(PAGE_TOKENS)
+}
+
+/// The pages of a PDF held whole: its page objects, in the file and in its compressed object
+/// streams, each object number once (an incremental update writes a page object again under
+/// its number: re-review, finding 4). Markers outside any numbered object (a damaged file) are
+/// counted as they are.
+fn held_pdf_pages(pdf: &[u8]) -> u64 {
+    let mut numbers = std::collections::HashSet::new();
+    let mut loose = 0u64;
+    for at in page_markers(pdf) {
+        match object_number_before(pdf, at) {
+            Some(n) => {
+                numbers.insert(n);
+            }
+            None => loose = loose.saturating_add(1),
+        }
+    }
+    object_stream_pages(pdf, &mut numbers);
+    (numbers.len() as u64).saturating_add(loose)
+}
+
+/// The number of the object `at` lies in: the `N G obj` before it.
+fn object_number_before(pdf: &[u8], at: usize) -> Option<u64> {
+    let before = pdf.get(at.saturating_sub(64 * 1024)..at)?;
+    let obj = before.windows(3).rposition(|w| w == b"obj")?;
+    let head = before.get(..obj)?;
+    // Back over whitespace, the generation, whitespace, the number.
+    let mut i = head.len();
+    let mut field = |digits: bool| {
+        let end = i;
+        while let Some(prev) = i.checked_sub(1) {
+            if !head.get(prev).is_some_and(|c| if digits { c.is_ascii_digit() } else { pdf_space(*c) }) {
+                break;
+            }
+            i = prev;
+        }
+        (end > i).then(|| head.get(i..end).unwrap_or_default())
+    };
+    field(false)?;
+    field(true)?;
+    field(false)?;
+    let n = field(true)?;
+    std::str::from_utf8(n).ok()?.parse().ok()
 }
 
 /// The plain page objects of a PDF too large to hold, across windows (a marker split by a
@@ -218,29 +263,38 @@ fn pdf_space(c: u8) -> bool {
     matches!(c, 0 | b'\t' | b'\n' | 0x0c | b'\r' | b' ')
 }
 
-/// `/Type /Page` objects (not `/Pages`) in `b`, any whitespace between the names, whose marker
-/// and the byte after it end past `counted` (those ending before were counted already).
-fn page_objects(b: &[u8], counted: usize) -> u64 {
-    let mut n = 0u64;
+/// Where the `/Type /Page` markers (not `/Pages`) of `b` start, any whitespace between the
+/// names; a marker at the very end (no byte after it to end the name) is not one yet.
+fn page_markers(b: &[u8]) -> Vec<usize> {
+    let mut found = Vec::new();
     let mut i = 0usize;
     while let Some(at) = find(b.get(i..).unwrap_or_default(), b"/Type") {
-        let start = i.saturating_add(at).saturating_add(5);
-        i = start;
-        let mut j = start;
+        let marker = i.saturating_add(at);
+        let mut j = marker.saturating_add(5);
+        i = j;
         while b.get(j).copied().is_some_and(pdf_space) {
             j = j.saturating_add(1);
         }
-        let tail = b.get(j..).unwrap_or_default();
-        if let Some(after) = tail.strip_prefix(b"/Page") {
-            // The byte after the name ends it (a delimiter or whitespace); a marker at the very
-            // end is counted with the next window, which sees that byte.
-            let end = j.saturating_add(6);
-            if end > counted && after.first().is_some_and(|c| !c.is_ascii_alphanumeric()) {
-                n = n.saturating_add(1);
+        if let Some(after) = b.get(j..).unwrap_or_default().strip_prefix(b"/Page") {
+            if after.first().is_some_and(|c| !c.is_ascii_alphanumeric()) {
+                found.push(marker);
             }
         }
     }
-    n
+    found
+}
+
+/// The page markers of `b` whose name and the byte after it end past `counted` (those ending
+/// before were counted with the window before).
+fn page_objects(b: &[u8], counted: usize) -> u64 {
+    let ends_past = |at: &usize| {
+        let mut j = at.saturating_add(5);
+        while b.get(j).copied().is_some_and(pdf_space) {
+            j = j.saturating_add(1);
+        }
+        j.saturating_add(6) > counted
+    };
+    page_markers(b).iter().filter(|at| ends_past(at)).count() as u64
 }
 
 /// The first place `needle` is in `hay`.
@@ -248,26 +302,31 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Page objects inside the PDF's compressed object streams (`/Type /ObjStm`, `/FlateDecode`),
-/// each inflated up to [`OBJSTM_MAX`].
-fn object_stream_pages(pdf: &[u8]) -> u64 {
-    let mut pages = 0u64;
+/// The numbers of the page objects inside the PDF's compressed object streams (`/Type
+/// /ObjStm`, `/FlateDecode`), added to `numbers`: each stream is inflated up to [`OBJSTM_MAX`],
+/// and all of them together up to [`OBJSTM_TOTAL`] (a small file of streams that each inflate
+/// to the limit took a minute: re-review, finding 10). The dictionary is the object's, from its
+/// `obj` keyword to `stream` (a nested `<< >>` such as `/DecodeParms` is inside it: finding 3).
+/// Returns the bytes inflated.
+fn object_stream_pages(pdf: &[u8], numbers: &mut std::collections::HashSet<u64>) -> u64 {
+    let mut budget = OBJSTM_TOTAL;
     let mut i = 0usize;
     while let Some(at) = find(pdf.get(i..).unwrap_or_default(), b"stream") {
         let kw = i.saturating_add(at);
         i = kw.saturating_add(6);
-        // `endstream` is not a start; the dictionary before the keyword says what it holds.
+        // `endstream` is not a start.
         if kw >= 3 && pdf.get(kw.saturating_sub(3)..kw) == Some(b"end") {
             continue;
         }
-        let dict = pdf.get(kw.saturating_sub(512)..kw).unwrap_or_default();
-        let dict = match dict.windows(2).rposition(|w| w == b"<<") {
-            Some(p) => dict.get(p..).unwrap_or_default(),
-            None => dict,
+        let region = pdf.get(kw.saturating_sub(4096)..kw).unwrap_or_default();
+        let dict = match region.windows(3).rposition(|w| w == b"obj") {
+            Some(p) => region.get(p..).unwrap_or_default(),
+            None => region,
         };
-        if find(dict, b"/ObjStm").is_none() || find(dict, b"/FlateDecode").is_none() {
+        if find(dict, b"/ObjStm").is_none() || find(dict, b"/FlateDecode").is_none() || budget == 0 {
             continue;
         }
+        let first = name_number(dict, b"/First").and_then(|f| usize::try_from(f).ok());
         let mut data = kw.saturating_add(6);
         if pdf.get(data) == Some(&b'\r') {
             data = data.saturating_add(1);
@@ -280,11 +339,39 @@ fn object_stream_pages(pdf: &[u8]) -> u64 {
         let mut out = Vec::new();
         let z = flate2::bufread::ZlibDecoder::new(body.get(..end).unwrap_or_default());
         // A stream that does not inflate whole still gives what it inflated.
-        let _ = z.take(OBJSTM_MAX).read_to_end(&mut out);
-        pages = pages.saturating_add(page_objects(&out, 0));
+        let _ = z.take(OBJSTM_MAX.min(budget)).read_to_end(&mut out);
+        budget = budget.saturating_sub(out.len() as u64);
         i = data.saturating_add(end);
+        // The header: pairs of an object's number and its offset from `/First`.
+        let Some(first) = first else { continue };
+        let header: Vec<u64> = std::str::from_utf8(out.get(..first).unwrap_or_default())
+            .unwrap_or_default()
+            .split(|c: char| c.is_ascii_whitespace())
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        let objects: Vec<(u64, usize)> = header
+            .chunks_exact(2)
+            .filter_map(|p| Some((*p.first()?, usize::try_from(*p.get(1)?).ok()?)))
+            .collect();
+        for (k, (number, offset)) in objects.iter().enumerate() {
+            let from = first.saturating_add(*offset);
+            let to = objects.get(k.saturating_add(1)).map_or(out.len(), |(_, o)| first.saturating_add(*o));
+            let object = out.get(from..to.max(from)).unwrap_or_default();
+            if !page_markers(object).is_empty() {
+                numbers.insert(*number);
+            }
+        }
     }
-    pages
+    OBJSTM_TOTAL.saturating_sub(budget)
+}
+
+/// The number after a name in a dictionary (`/First 123`).
+fn name_number(dict: &[u8], name: &[u8]) -> Option<u64> {
+    let at = find(dict, name)?;
+    let rest = dict.get(at.saturating_add(name.len())..)?;
+    let digits: Vec<u8> =
+        rest.iter().copied().skip_while(|c| pdf_space(*c)).take_while(u8::is_ascii_digit).collect();
+    std::str::from_utf8(&digits).ok()?.parse().ok()
 }
 
 /// Text: its tokens, counted a window at a time (a character split by a window's edge waits
@@ -414,25 +501,88 @@ mod tests {
         assert_eq!(payload_tokens(&b64(b"%PDF-1.7\n%%EOF")), PAGE_TOKENS, "at least one page");
     }
 
-    /// Review finding 2: pdfTeX puts its page objects in compressed object streams.
+    /// An object stream of `objects` (their numbers and text), as PDF 1.5 writes one: a header
+    /// of number-offset pairs, the objects from `/First` on. `parms` goes in the dictionary.
+    fn object_stream(number: u64, objects: &[(u64, String)], parms: &str) -> Vec<u8> {
+        let (mut header, mut body) = (String::new(), String::new());
+        for (n, text) in objects {
+            header.push_str(&format!("{n} {} ", body.len()));
+            body.push_str(text);
+            body.push('\n');
+        }
+        let first = header.len();
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(format!("{header}{body}").as_bytes()).unwrap();
+        let packed = z.finish().unwrap();
+        let mut out = format!(
+            "{number} 0 obj\n<< /Type /ObjStm /N {} /First {first} /Length {}{parms} /Filter /FlateDecode >>\nstream\n",
+            objects.len(),
+            packed.len()
+        )
+        .into_bytes();
+        out.extend_from_slice(&packed);
+        out.extend_from_slice(b"\nendstream\nendobj\n");
+        out
+    }
+
+    fn pages(from: u64, n: u64) -> Vec<(u64, String)> {
+        (from..from + n)
+            .map(|i| (i, format!("<< /Type /Page /Parent 1 0 R /Contents {} 0 R >>", i + 100)))
+            .collect()
+    }
+
+    /// Review finding 2: pdfTeX puts its page objects in compressed object streams; re-review
+    /// finding 3: with a nested dictionary (`/DecodeParms`) in the stream's.
     #[test]
     fn a_pdf_costs_the_pages_in_its_object_streams() {
-        let objects: String =
-            (0..40).map(|i| format!("<< /Type /Page /Parent 1 0 R /Contents {} 0 R >>\n", i + 100)).collect();
-        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-        z.write_all(objects.as_bytes()).unwrap();
-        let packed = z.finish().unwrap();
-        let mut pdf = b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n".to_vec();
-        pdf.extend_from_slice(
-            format!(
-                "5 0 obj\n<< /Type /ObjStm /N 40 /First 10 /Length {} /Filter /FlateDecode >>\nstream\n",
-                packed.len()
-            )
-            .as_bytes(),
-        );
-        pdf.extend_from_slice(&packed);
-        pdf.extend_from_slice(b"\nendstream\nendobj\n%%EOF\n");
+        for parms in ["", " /DecodeParms << /Predictor 1 >>"] {
+            let mut pdf = b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n".to_vec();
+            pdf.extend_from_slice(&object_stream(5, &pages(10, 40), parms));
+            pdf.extend_from_slice(b"%%EOF\n");
+            assert_eq!(payload_tokens(&b64(&pdf)), 40 * PAGE_TOKENS, "{parms:?}");
+        }
+    }
+
+    /// Re-review finding 4: an incremental update writes page objects again under their numbers;
+    /// each page is counted once, in the file and in object streams alike.
+    #[test]
+    fn an_updated_pdf_counts_each_page_once() {
+        let mut pdf = pdf_pages(40, " ");
+        // The update: the first ten pages again, with an annotation.
+        for i in 0..10 {
+            pdf.extend_from_slice(
+                format!("{} 0 obj << /Type /Page /Parent 1 0 R /Annots [9 0 R] >> endobj\n", i + 2)
+                    .as_bytes(),
+            );
+        }
+        pdf.extend_from_slice(b"%%EOF\n");
         assert_eq!(payload_tokens(&b64(&pdf)), 40 * PAGE_TOKENS);
+        let mut packed = b"%PDF-1.5\n".to_vec();
+        packed.extend_from_slice(&object_stream(5, &pages(10, 40), ""));
+        packed.extend_from_slice(&object_stream(6, &pages(10, 5), ""));
+        assert_eq!(payload_tokens(&b64(&packed)), 40 * PAGE_TOKENS);
+    }
+
+    /// Re-review finding 10: object streams that each inflate to the limit are inflated to a
+    /// total budget, in bounded time.
+    #[test]
+    fn object_streams_inflate_within_a_total_budget() {
+        let zeros = vec![0u8; 16 << 20];
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&zeros).unwrap();
+        let packed = z.finish().unwrap();
+        let mut pdf = b"%PDF-1.5\n".to_vec();
+        for n in 0..40 {
+            pdf.extend_from_slice(
+                format!("{n} 0 obj\n<< /Type /ObjStm /N 1 /First 4 /Filter /FlateDecode >>\nstream\n")
+                    .as_bytes(),
+            );
+            pdf.extend_from_slice(&packed);
+            pdf.extend_from_slice(b"\nendstream\nendobj\n");
+        }
+        assert_eq!(payload_tokens(&b64(&pdf)), PAGE_TOKENS);
+        let inflated = object_stream_pages(&pdf, &mut std::collections::HashSet::new());
+        assert_eq!(inflated, OBJSTM_TOTAL, "4 of the 40 streams, not 640 MB");
     }
 
     #[test]

@@ -106,8 +106,12 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
         for c in &m.tool_calls {
             n = n.saturating_add(tokens(&c.name)).saturating_add(tokens(&c.arguments.to_string()));
         }
+        // The parts of a system prompt sent in blocks are its content joined: only a part the
+        // content does not hold is counted besides it (every part differs from the joined
+        // content, and counting each again doubled a Claude Code system prompt: re-review,
+        // finding 1).
         for p in &m.system_parts {
-            if p.text != m.content {
+            if !m.content.contains(p.text.as_str()) {
                 n = n.saturating_add(tokens(&p.text));
             }
         }
@@ -195,13 +199,19 @@ const OPAQUE_KEYS: &[&str] = &[
     "detail",
 ];
 
-/// True when `s` is a binary payload: a data URL, or a long run of base64 characters.
+/// True when `s` is a binary payload: a data URL, or a long run of base64 characters, also
+/// wrapped in lines as MIME writes it (76 to a line; lines of 60 or more on average: a document
+/// sent so weighed nothing, re-review finding 5).
 fn is_binary(s: &str) -> bool {
     if s.starts_with("data:") && s.contains(";base64,") {
         return true;
     }
+    let breaks = s.bytes().filter(|b| *b == b'\n').count();
     s.len() >= 256
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
+        && s.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_' | b'\r' | b'\n')
+        })
+        && breaks.saturating_mul(60) <= s.len()
 }
 
 /// The wording of an overflow, per provider.

@@ -558,3 +558,42 @@ fn the_simulated_provider_prices_images_by_their_size() {
     );
     assert!(!get(&run_checks(&r, &c, &j, 3, &CLOCK), "convergence").ok);
 }
+
+/// Re-review finding 1: a system prompt sent as blocks (as Claude Code sends it) was counted
+/// twice, its joined content and each block again, so a capture that recovers with the prompt as
+/// one string was exhausted with it as two blocks.
+#[test]
+fn a_system_prompt_in_blocks_is_counted_once() {
+    use salvage_replay::upstream::count_tokens;
+    use salvage_types::message::SystemPart;
+    let (a, b) = ("You are a coding agent. ".repeat(200), "Follow the repository's style. ".repeat(150));
+    let part = |t: &str| SystemPart { kind: "text".into(), text: t.to_string(), cache_control: None };
+    let mut blocks = Message::system(format!("{a}\n\n{b}"));
+    blocks.system_parts = vec![part(&a), part(&b)];
+    let one = Message::system(format!("{a}\n\n{b}"));
+    assert_eq!(count_tokens(&[blocks.clone()]), count_tokens(&[one]));
+    // A part the content does not hold is still counted.
+    blocks.system_parts.push(part("An extra instruction that only this block carries."));
+    assert!(count_tokens(&[blocks.clone()]) > count_tokens(&[Message::system(format!("{a}\n\n{b}"))]));
+}
+
+/// Re-review finding 5: a PDF document wrapped at 76 columns, as MIME writes base64, is the PDF,
+/// not nothing.
+#[test]
+fn a_wrapped_base64_document_is_weighed_by_its_bytes() {
+    use base64::Engine;
+    use salvage_replay::upstream::wire_tokens;
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    for i in 0..40 {
+        pdf.extend_from_slice(format!("{} 0 obj << /Type /Page /Parent 1 0 R >> endobj\n", i + 2).as_bytes());
+    }
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&pdf);
+    let wrapped: String =
+        b64.as_bytes().chunks(76).map(|c| format!("{}\r\n", std::str::from_utf8(c).unwrap())).collect();
+    for data in [b64, wrapped] {
+        let doc = serde_json::json!([{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}]);
+        assert_eq!(wire_tokens(&doc), 40 * 1500);
+        let gemini = serde_json::json!([{"inlineData": {"mimeType": "application/pdf", "data": data}}]);
+        assert_eq!(wire_tokens(&gemini), 40 * 1500);
+    }
+}

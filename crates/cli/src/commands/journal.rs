@@ -464,7 +464,7 @@ fn verify(j: &Journal, session: Option<String>, json: bool, out: &mut Output) ->
         }
         for s in &r.incomplete {
             out.line(&format!(
-                "NOTE session {}: its last recovery run was cut short (no run_ended after its last rejection); its outcome is unknown",
+                "NOTE session {}: its last recovery run was cut short (a request after its last run_ended); its outcome is unknown",
                 escape(s)
             ))?;
         }
