@@ -342,6 +342,11 @@ fn object_stream_pages(pdf: &[u8], numbers: &mut std::collections::HashSet<u64>)
         let _ = z.take(OBJSTM_MAX.min(budget)).read_to_end(&mut out);
         budget = budget.saturating_sub(out.len() as u64);
         i = data.saturating_add(end);
+        // PNG predictors (`/Predictor` 10 to 15) filter each row of `/Columns` bytes.
+        if name_number(dict, b"/Predictor").is_some_and(|p| p >= 10) {
+            let columns = name_number(dict, b"/Columns").and_then(|c| usize::try_from(c).ok()).unwrap_or(1);
+            out = unpredict(&out, columns.max(1));
+        }
         // The header: pairs of an object's number and its offset from `/First`.
         let Some(first) = first else { continue };
         let header: Vec<u64> = std::str::from_utf8(out.get(..first).unwrap_or_default())
@@ -363,6 +368,48 @@ fn object_stream_pages(pdf: &[u8], numbers: &mut std::collections::HashSet<u64>)
         }
     }
     OBJSTM_TOTAL.saturating_sub(budget)
+}
+
+/// Rows of `columns` bytes, each after its PNG filter byte, unfiltered (one byte per pixel, as a
+/// PDF stream's predictor has it by default).
+fn unpredict(data: &[u8], columns: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len());
+    let mut prev = vec![0u8; columns];
+    for row in data.chunks(columns.saturating_add(1)) {
+        let Some((&filter, bytes)) = row.split_first() else { continue };
+        let mut cur = vec![0u8; bytes.len()];
+        for (k, &x) in bytes.iter().enumerate() {
+            let a = k.checked_sub(1).and_then(|l| cur.get(l)).copied().unwrap_or(0);
+            let b = prev.get(k).copied().unwrap_or(0);
+            let c = k.checked_sub(1).and_then(|l| prev.get(l)).copied().unwrap_or(0);
+            let predicted = match filter {
+                1 => a,
+                2 => b,
+                // The sums fit: bytes widened to 16 bits cannot overflow them.
+                3 => (u16::from(a).saturating_add(u16::from(b)) / 2) as u8,
+                4 => {
+                    let p = i16::from(a).saturating_add(i16::from(b)).saturating_sub(i16::from(c));
+                    let d = |v: u8| p.saturating_sub(i16::from(v)).saturating_abs();
+                    let (pa, pb, pc) = (d(a), d(b), d(c));
+                    if pa <= pb && pa <= pc {
+                        a
+                    } else if pb <= pc {
+                        b
+                    } else {
+                        c
+                    }
+                }
+                _ => 0,
+            };
+            if let Some(slot) = cur.get_mut(k) {
+                *slot = x.wrapping_add(predicted);
+            }
+        }
+        out.extend_from_slice(&cur);
+        prev = cur;
+        prev.resize(columns, 0);
+    }
+    out
 }
 
 /// The number after a name in a dictionary (`/First 123`).
@@ -541,6 +588,39 @@ mod tests {
             pdf.extend_from_slice(b"%%EOF\n");
             assert_eq!(payload_tokens(&b64(&pdf)), 40 * PAGE_TOKENS, "{parms:?}");
         }
+    }
+
+    /// Re-review finding 3: a PNG predictor (`/Predictor 12`, the Up filter) on the stream.
+    #[test]
+    fn an_object_stream_behind_a_png_predictor_is_read() {
+        let (mut header, mut body) = (String::new(), String::new());
+        for (n, text) in pages(10, 40) {
+            header.push_str(&format!("{n} {} ", body.len()));
+            body.push_str(&text);
+            body.push('\n');
+        }
+        let plain = format!("{header}{body}").into_bytes();
+        let columns = 5usize;
+        let mut filtered = Vec::new();
+        let mut prev = vec![0u8; columns];
+        for row in plain.chunks(columns) {
+            let mut row = row.to_vec();
+            row.resize(columns, b' ');
+            filtered.push(2u8);
+            filtered.extend(row.iter().zip(&prev).map(|(x, p)| x.wrapping_sub(*p)));
+            prev = row;
+        }
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(&filtered).unwrap();
+        let packed = z.finish().unwrap();
+        let mut pdf = format!(
+            "%PDF-1.5\n5 0 obj\n<< /Type /ObjStm /N 40 /First {} /DecodeParms << /Predictor 12 /Columns {columns} >> /Filter /FlateDecode >>\nstream\n",
+            header.len()
+        )
+        .into_bytes();
+        pdf.extend_from_slice(&packed);
+        pdf.extend_from_slice(b"\nendstream\nendobj\n%%EOF\n");
+        assert_eq!(payload_tokens(&b64(&pdf)), 40 * PAGE_TOKENS);
     }
 
     /// Re-review finding 4: an incremental update writes page objects again under their numbers;
