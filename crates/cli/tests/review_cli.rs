@@ -293,3 +293,48 @@ fn a_run_cut_short_reads_incomplete_and_verify_says_so() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["incomplete"], serde_json::json!(["cut"]), "{v}");
 }
+
+/// Re-review finding 9: `journal prune --outcome incomplete` deleted the session of a replay
+/// still running (it reads `incomplete` until its `run_ended`). A session created in the last
+/// minutes is kept; an old one cut short is pruned.
+#[test]
+fn prune_keeps_an_incomplete_session_a_run_may_still_be_writing() {
+    use salvage_journal::{Journal, NewEvent};
+    use salvage_types::event::EventBody;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("j.db");
+    {
+        let mut j = Journal::open(&db, &Default::default()).unwrap();
+        let sent = EventBody::RequestSent {
+            attempt: 0,
+            bytes: 1000,
+            estimated_tokens: 250,
+            real_tokens: None,
+            history_digest: "d74981efa70a0c88".into(),
+            accepted: false,
+        };
+        let long_ago = chrono::DateTime::from_timestamp(1_764_000_000, 0).unwrap();
+        for (id, ts) in [("old", long_ago), ("running", chrono::Utc::now())] {
+            j.start_session(
+                id,
+                id,
+                NewEvent::new(format!("{id}0"), ts, EventBody::session_started(None, None)),
+            )
+            .unwrap();
+            j.append(id, None, vec![NewEvent::new(format!("{id}1"), ts, sent.clone())]).unwrap();
+        }
+    }
+    let db_arg = db.to_str().unwrap();
+    let o = salvage(dir.path(), &["journal", "prune", "--outcome", "incomplete", "--db", db_arg]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kept 1 incomplete session(s) created in the last 10 minutes"),
+        "{}",
+        stderr(&o)
+    );
+    let o = salvage(dir.path(), &["journal", "sessions", "--json", "--db", db_arg]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> =
+        v["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec!["running"]);
+}

@@ -94,7 +94,8 @@ pub enum Sub {
         /// Sessions created before this time: RFC 3339, a date or an age (30d: older than 30 days).
         #[arg(long, value_name = "WHEN")]
         before: Option<String>,
-        /// Only sessions that ended so (as `sessions --outcome`; `incomplete` finds runs cut short).
+        /// Only sessions that ended so (as `sessions --outcome`; `incomplete` finds runs cut short,
+        /// except those created in the last 10 minutes: a run may still be writing them).
         #[arg(long, value_name = "OUTCOME")]
         outcome: Option<String>,
         /// Only sessions whose title contains this text.

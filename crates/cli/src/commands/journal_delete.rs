@@ -7,6 +7,9 @@ use salvage_journal::lookup::SessionFilter;
 use salvage_journal::Journal;
 use serde_json::json;
 
+/// How long an `incomplete` session is taken for a run in progress, which `prune` keeps.
+pub const IN_FLIGHT_MINUTES: i64 = 10;
+
 /// What `prune` selects.
 pub struct PrunePlan {
     /// Created before this RFC 3339 time.
@@ -66,6 +69,21 @@ pub fn prune(
         // Oldest first: keep the last `keep`.
         let n = matches.len().saturating_sub(keep);
         matches.truncate(n);
+    }
+    // A session that reads `incomplete` may be a run still writing it (a replay in progress
+    // reads so until its `run_ended`): one created in the last minutes is kept, and said so.
+    // Before, `prune --outcome incomplete` deleted a running replay's session under it
+    // (re-review, finding 9).
+    let since = now.checked_sub_signed(chrono::TimeDelta::minutes(IN_FLIGHT_MINUTES)).unwrap_or(now);
+    let recent = salvage_journal::rfc3339(&since);
+    let (in_flight, matches): (Vec<_>, Vec<_>) = matches.into_iter().partition(|(s, o)| {
+        *o == Some(salvage_journal::lookup::INCOMPLETE) && s.created_at.as_str() >= recent.as_str()
+    });
+    if !in_flight.is_empty() {
+        eprintln!(
+            "journal prune: kept {} incomplete session(s) created in the last {IN_FLIGHT_MINUTES} minutes: a run may still be writing them",
+            in_flight.len()
+        );
     }
     let ids: Vec<String> = matches.iter().map(|(s, _)| s.id.clone()).collect();
     if plan.dry_run {
