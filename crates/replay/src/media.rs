@@ -15,7 +15,8 @@
 //!   at most 1568 px, then `w·h/750` tokens, at most 1 600 (larger images are scaled down to
 //!   that), at least 85; an image whose size cannot be read costs the most, 1 600, since a lower
 //!   price could call a recovery converged that is not;
-//! - WAV sound: Gemini's 32 tokens a second, its length from the header's byte rate;
+//! - WAV or MP3 sound: Gemini's 32 tokens a second, its length from the header's byte rate or
+//!   the first frame's bitrate;
 //! - text (almost no control bytes; UTF-8, or Latin-1 and the like read leniently): its tokens,
 //!   as a message's text is counted;
 //! - another image format `imagesize` reads (TIFF, HEIF, AVIF, …): as an image;
@@ -69,7 +70,7 @@ pub fn payload_tokens(s: &str) -> u64 {
     if has_image_signature(&first) {
         return image_of(first, windows);
     }
-    if let Some(rate) = wav_byte_rate(&first) {
+    if let Some(rate) = wav_byte_rate(&first).or_else(|| mp3_byte_rate(&first)) {
         // Sound: Gemini's 32 tokens a second.
         let len = windows.fold(first.len() as u64, |n, w| n.saturating_add(w.len() as u64));
         return len.checked_div(rate).unwrap_or(0).saturating_mul(AUDIO_TOKENS_PER_SECOND).max(MEDIA_TOKENS);
@@ -86,6 +87,30 @@ pub fn payload_tokens(s: &str) -> u64 {
 
 /// What a second of sound costs (Gemini's documented rate).
 const AUDIO_TOKENS_PER_SECOND: u64 = 32;
+
+/// The bytes per second of an MP3 file: its first Layer III frame's bitrate (after an ID3v2
+/// tag). A constant-bitrate file's length is exact from it, a variable one's about right (a
+/// re-review showed a 64 kbps file of 496 s counted a third of its 15 872 tokens at a token per
+/// KB).
+fn mp3_byte_rate(b: &[u8]) -> Option<u64> {
+    let mut at = 0usize;
+    if b.starts_with(b"ID3") {
+        // A syncsafe size: four 7-bit bytes.
+        let size = b.get(6..10)?.iter().fold(0usize, |n, x| (n << 7) | usize::from(x & 0x7f));
+        at = size.checked_add(10)?;
+    }
+    let h = b.get(at..at.checked_add(4)?)?;
+    let (h1, h2) = (*h.get(1)?, *h.get(2)?);
+    // Frame sync (11 bits), then the version and the layer (Layer III is 01).
+    if *h.first()? != 0xff || h1 & 0xe0 != 0xe0 || (h1 >> 1) & 0x03 != 0x01 {
+        return None;
+    }
+    const MPEG1: [u64; 15] = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320];
+    const MPEG2: [u64; 15] = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160];
+    let table = if (h1 >> 3) & 0x03 == 0x03 { &MPEG1 } else { &MPEG2 };
+    let kbps = *table.get(usize::from(h2 >> 4))?;
+    (kbps > 0).then(|| kbps.saturating_mul(1000) / 8)
+}
 
 /// The bytes per second of a WAV file (`RIFF`…`WAVE`, its `fmt ` chunk's byte rate).
 fn wav_byte_rate(b: &[u8]) -> Option<u64> {
@@ -718,6 +743,25 @@ mod tests {
             wav.extend_from_slice(&u32::try_from(data).unwrap().to_le_bytes());
             wav.extend((0..data).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
             assert_eq!(payload_tokens(&b64(&wav)), 600 * 32, "{rate} Hz, {bits} bits");
+        }
+    }
+
+    /// Re-review finding 6: an MP3 of 496 s at 64 kbps is 15 872 tokens, not a token per KB.
+    #[test]
+    fn an_mp3_costs_its_seconds() {
+        for (id3, header, kbps) in
+            [(false, [0xffu8, 0xfb, 0x50, 0xc4], 64u64), (true, [0xff, 0xf3, 0x80, 0xc4], 64)]
+        {
+            let mut mp3 = Vec::new();
+            if id3 {
+                mp3.extend_from_slice(b"ID3\x04\x00\x00\x00\x00\x08\x00");
+                mp3.extend(std::iter::repeat_n(0u8, 1024));
+            }
+            let seconds = 496u64;
+            let bytes = usize::try_from(kbps * 1000 / 8 * seconds).unwrap();
+            mp3.extend_from_slice(&header);
+            mp3.extend((0..bytes - 4).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+            assert_eq!(payload_tokens(&b64(&mp3)), seconds * 32, "id3 {id3}");
         }
     }
 
