@@ -54,6 +54,16 @@ const OBJSTM_TOTAL: u64 = 64 << 20;
 
 /// The tokens of a base64 payload, or of a data URL (`data:…;base64,…`).
 pub fn payload_tokens(s: &str) -> u64 {
+    payload_tokens_declared(s, None)
+}
+
+/// [`payload_tokens`], with the media type the block declares (`media_type`, `mimeType`, or a
+/// data URL's): a payload declared as text (`text/…`) is read as text whatever its first bytes
+/// (a text file that starts with `%PDF` weighed one page: re-review finding 11). Any other
+/// declaration is not trusted: the bytes say what they are.
+pub fn payload_tokens_declared(s: &str, declared: Option<&str>) -> u64 {
+    let from_url = s.strip_prefix("data:").and_then(|r| r.split_once(";base64,")).map(|(t, _)| t);
+    let text = declared.or(from_url).is_some_and(|t| t.trim().to_ascii_lowercase().starts_with("text/"));
     let b64 = s.strip_prefix("data:").and_then(|r| r.split_once(";base64,")).map_or(s, |(_, b)| b);
     // Base64 wrapped in lines (MIME style) is one run.
     let b64: Cow<'_, str> = if b64.bytes().any(|b| b.is_ascii_whitespace()) {
@@ -64,6 +74,9 @@ pub fn payload_tokens(s: &str) -> u64 {
     let b64 = b64.trim_end_matches('=');
     let mut windows = Windows { rest: b64 };
     let Some(first) = windows.next() else { return MEDIA_TOKENS };
+    if text {
+        return text_tokens(first, windows);
+    }
     if first.starts_with(b"%PDF") {
         return pdf_tokens(first, windows);
     }
@@ -763,6 +776,26 @@ mod tests {
             mp3.extend((0..bytes - 4).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
             assert_eq!(payload_tokens(&b64(&mp3)), seconds * 32, "id3 {id3}");
         }
+    }
+
+    /// Re-review finding 11: a text file that starts like a PDF, declared as text, is text.
+    #[test]
+    fn a_payload_declared_as_text_is_text() {
+        let text: String = format!(
+            "%PDF is how a PDF starts; this is a note about it.\n{}",
+            "plain words here ".repeat(3000)
+        );
+        let tokens = crate::o200k::count(&text);
+        let undeclared = payload_tokens(&b64(text.as_bytes()));
+        assert_eq!(undeclared, PAGE_TOKENS, "by its bytes alone it reads as a PDF");
+        for declared in [Some("text/plain"), Some("Text/CSV")] {
+            let counted = payload_tokens_declared(&b64(text.as_bytes()), declared);
+            assert!(counted.abs_diff(tokens) <= 3, "{declared:?}: {counted} vs {tokens}");
+        }
+        let url = format!("data:text/plain;base64,{}", b64(text.as_bytes()));
+        assert!(payload_tokens(&url).abs_diff(tokens) <= 3);
+        // A declared image type is not trusted: the bytes are text.
+        assert_eq!(payload_tokens_declared(&b64(text.as_bytes()), Some("image/png")), PAGE_TOKENS);
     }
 
     #[test]

@@ -144,9 +144,14 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
         Value::Object(o) if o.contains_key("$") => 0,
         Value::Object(o) => {
             let kind = o.get("type").and_then(Value::as_str);
+            let declared = ["media_type", "mimeType", "mime_type"]
+                .iter()
+                .find_map(|k| o.get(*k))
+                .and_then(Value::as_str);
             if matches!(kind, Some("base64" | "image")) {
                 // The payload inside, weighed by its bytes; a URL-only image at the lowest price.
-                return first_payload(w).map_or(MEDIA_TOKENS, crate::media::payload_tokens);
+                return first_payload(w)
+                    .map_or(MEDIA_TOKENS, |p| crate::media::payload_tokens_declared(p, declared));
             }
             // A block that says it is text (an Anthropic text document's source) holds text, even
             // a long run of base64's letters (a DNA sequence: review finding 5).
@@ -154,7 +159,9 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
             o.iter()
                 .map(|(k, v)| match v {
                     Value::String(_) if OPAQUE_KEYS.contains(&k.as_str()) => 0,
-                    Value::String(s) if !text && is_binary(s) => crate::media::payload_tokens(s),
+                    Value::String(s) if !text && is_binary(s) => {
+                        crate::media::payload_tokens_declared(s, declared)
+                    }
                     Value::String(s) => crate::o200k::count(s),
                     v => wire_tokens(v),
                 })
