@@ -206,6 +206,23 @@ fn overflowing_model(input: &CaptureInput, capture: &Capture, notes: &mut Vec<St
 mod tests {
     use super::*;
 
+    /// The input of a capture of an Anthropic Messages `body` that failed so.
+    fn anthropic_input(body: &[u8], failure: Failure, class: ErrorClass) -> CaptureInput {
+        let parsed = crate::route::parse(Api::AnthropicMessages, body).unwrap();
+        CaptureInput {
+            api: Api::AnthropicMessages,
+            client: None,
+            model: parsed.model.clone(),
+            history: parsed.history.clone(),
+            request: parsed.request.clone(),
+            bytes: body.len() as u64,
+            failure,
+            class,
+            upstream: "http://127.0.0.1".into(),
+            rejected_retries: Vec::new(),
+        }
+    }
+
     #[test]
     fn sizes_and_overflow_numbers() {
         assert_eq!(reported_size("request body of 129434 bytes exceeds the limit"), Some(129434));
@@ -228,24 +245,16 @@ mod tests {
         let body = serde_json::to_vec(&serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 8,
             "messages": [{"role": "user", "content": format!("my key is {secret}, fix the build")}]}))
         .unwrap();
-        let parsed = crate::route::parse(Api::AnthropicMessages, &body).unwrap();
-        let input = CaptureInput {
-            api: Api::AnthropicMessages,
-            client: None,
-            model: parsed.model.clone(),
-            history: parsed.history.clone(),
-            request: parsed.request.clone(),
-            bytes: body.len() as u64,
-            failure: Failure {
+        let input = anthropic_input(
+            &body,
+            Failure {
                 status: Some(413),
                 message: "413 Payload Too Large".into(),
                 transport: None,
                 rejected_request_bytes: None,
             },
-            class: ErrorClass::PayloadTooLarge,
-            upstream: "http://127.0.0.1".into(),
-            rejected_retries: Vec::new(),
-        };
+            ErrorClass::PayloadTooLarge,
+        );
         let c = build_capture(&input, "t-1", &BTreeMap::new());
         let kept = c.request.as_ref().and_then(|r| r.bytes).unwrap();
         assert!(kept < body.len() as u64, "redacted");
@@ -271,24 +280,16 @@ mod tests {
         let body = serde_json::to_vec(&serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 8,
             "tools": tools, "messages": messages}))
         .unwrap();
-        let parsed = crate::route::parse(Api::AnthropicMessages, &body).unwrap();
-        let input = CaptureInput {
-            api: Api::AnthropicMessages,
-            client: None,
-            model: parsed.model.clone(),
-            history: parsed.history.clone(),
-            request: parsed.request.clone(),
-            bytes: body.len() as u64,
-            failure: Failure {
+        let input = anthropic_input(
+            &body,
+            Failure {
                 status: Some(400),
                 message: "prompt is too long: 205000 tokens > 200000 maximum".into(),
                 transport: None,
                 rejected_request_bytes: None,
             },
-            class: ErrorClass::ContextOverflow,
-            upstream: "http://127.0.0.1".into(),
-            rejected_retries: Vec::new(),
-        };
+            ErrorClass::ContextOverflow,
+        );
         let c = build_capture(&input, "t-2", &BTreeMap::new());
         let window = c.upstream.model.as_ref().and_then(|m| m.context_window_tokens).unwrap();
         let sim = salvage_replay::upstream::Simulated::for_capture(&c);
@@ -314,24 +315,16 @@ mod tests {
             let body = serde_json::to_vec(&serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 8,
                 "messages": [{"role": "user", "content": format!("why do these fail?\n{log}")}]}))
             .unwrap();
-            let parsed = crate::route::parse(Api::AnthropicMessages, &body).unwrap();
-            let input = CaptureInput {
-                api: Api::AnthropicMessages,
-                client: None,
-                model: parsed.model.clone(),
-                history: parsed.history.clone(),
-                request: parsed.request.clone(),
-                bytes: body.len() as u64,
-                failure: Failure {
+            let input = anthropic_input(
+                &body,
+                Failure {
                     status: Some(400),
                     message: message.into(),
                     transport: None,
                     rejected_request_bytes: None,
                 },
-                class: ErrorClass::ContextOverflow,
-                upstream: "http://127.0.0.1".into(),
-                rejected_retries: Vec::new(),
-            };
+                ErrorClass::ContextOverflow,
+            );
             let c = build_capture(&input, "t-3", &BTreeMap::new());
             assert!(!c.to_json_pretty().contains(jwt), "redacted");
             let window = c.upstream.model.as_ref().and_then(|m| m.context_window_tokens).unwrap();

@@ -62,9 +62,11 @@ pub fn payload_tokens(s: &str) -> u64 {
 /// (a text file that starts with `%PDF` weighed one page: re-review finding 11). Any other
 /// declaration is not trusted: the bytes say what they are.
 pub fn payload_tokens_declared(s: &str, declared: Option<&str>) -> u64 {
-    let from_url = s.strip_prefix("data:").and_then(|r| r.split_once(";base64,")).map(|(t, _)| t);
+    let (from_url, b64) = match s.strip_prefix("data:").and_then(|r| r.split_once(";base64,")) {
+        Some((t, b)) => (Some(t), b),
+        None => (None, s),
+    };
     let text = declared.or(from_url).is_some_and(|t| t.trim().to_ascii_lowercase().starts_with("text/"));
-    let b64 = s.strip_prefix("data:").and_then(|r| r.split_once(";base64,")).map_or(s, |(_, b)| b);
     // Base64 wrapped in lines (MIME style) is one run.
     let b64: Cow<'_, str> = if b64.bytes().any(|b| b.is_ascii_whitespace()) {
         Cow::Owned(b64.chars().filter(|c| !c.is_ascii_whitespace()).collect())
@@ -217,23 +219,16 @@ impl Iterator for Windows<'_> {
 
 /// A PDF: its pages, in the file and in its compressed object streams when it is held whole;
 /// counted a window at a time (plain objects only) past [`PDF_WHOLE`].
-fn pdf_tokens(first: Vec<u8>, rest: Windows<'_>) -> u64 {
+fn pdf_tokens(first: Vec<u8>, mut rest: Windows<'_>) -> u64 {
     let mut whole = first;
-    let mut rest = rest;
-    let mut pages = 0u64;
-    let mut streamed = false;
-    while let Some(w) = rest.next() {
+    let pages = loop {
+        let Some(w) = rest.next() else { break held_pdf_pages(&whole) };
         if whole.len().saturating_add(w.len()) > PDF_WHOLE {
             // Too large to hold: the plain objects, window by window.
-            pages = pdf_pages_streamed(std::mem::take(&mut whole), w, rest);
-            streamed = true;
-            break;
+            break pdf_pages_streamed(std::mem::take(&mut whole), w, rest);
         }
         whole.extend_from_slice(&w);
-    }
-    if !streamed {
-        pages = held_pdf_pages(&whole);
-    }
+    };
     pages.max(1).saturating_mul(PAGE_TOKENS)
 }
 
@@ -244,7 +239,7 @@ fn pdf_tokens(first: Vec<u8>, rest: Windows<'_>) -> u64 {
 fn held_pdf_pages(pdf: &[u8]) -> u64 {
     let mut numbers = std::collections::HashSet::new();
     let mut loose = 0u64;
-    for at in page_markers(pdf) {
+    for (at, _) in page_markers(pdf) {
         match object_number_before(pdf, at) {
             Some(n) => {
                 numbers.insert(n);
@@ -301,9 +296,10 @@ fn pdf_space(c: u8) -> bool {
     matches!(c, 0 | b'\t' | b'\n' | 0x0c | b'\r' | b' ')
 }
 
-/// Where the `/Type /Page` markers (not `/Pages`) of `b` start, any whitespace between the
-/// names; a marker at the very end (no byte after it to end the name) is not one yet.
-fn page_markers(b: &[u8]) -> Vec<usize> {
+/// Where the `/Type /Page` markers (not `/Pages`) of `b` start, and where they end (past the
+/// name and the byte after it that ends it), any whitespace between the names; a marker at the
+/// very end (no byte after it to end the name) is not one yet.
+fn page_markers(b: &[u8]) -> Vec<(usize, usize)> {
     let mut found = Vec::new();
     let mut i = 0usize;
     while let Some(at) = find(b.get(i..).unwrap_or_default(), b"/Type") {
@@ -315,7 +311,7 @@ fn page_markers(b: &[u8]) -> Vec<usize> {
         }
         if let Some(after) = b.get(j..).unwrap_or_default().strip_prefix(b"/Page") {
             if after.first().is_some_and(|c| !c.is_ascii_alphanumeric()) {
-                found.push(marker);
+                found.push((marker, j.saturating_add(6)));
             }
         }
     }
@@ -325,14 +321,7 @@ fn page_markers(b: &[u8]) -> Vec<usize> {
 /// The page markers of `b` whose name and the byte after it end past `counted` (those ending
 /// before were counted with the window before).
 fn page_objects(b: &[u8], counted: usize) -> u64 {
-    let ends_past = |at: &usize| {
-        let mut j = at.saturating_add(5);
-        while b.get(j).copied().is_some_and(pdf_space) {
-            j = j.saturating_add(1);
-        }
-        j.saturating_add(6) > counted
-    };
-    page_markers(b).iter().filter(|at| ends_past(at)).count() as u64
+    page_markers(b).iter().filter(|(_, end)| *end > counted).count() as u64
 }
 
 /// The first place `needle` is in `hay`.

@@ -3,6 +3,7 @@
 //! (`o200k_base`) that answers an overflow in its real wording, applies provider-side context
 //! editing, and replies with scripted responses.
 
+use crate::media::MEDIA_TOKENS;
 use salvage_types::capture::{Failure, OverflowStyle, RejectStyle, ScriptedResponse, StopReason, Upstream};
 use salvage_types::message::{Message, Role};
 
@@ -170,8 +171,6 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
         _ => 0,
     }
 }
-
-use crate::media::MEDIA_TOKENS;
 
 /// The first binary payload (base64 or a data URL) inside a block, depth first.
 fn first_payload(w: &serde_json::Value) -> Option<&str> {
