@@ -15,13 +15,13 @@
 //!   at most 1568 px, then `w·h/750` tokens, at most 1 600 (larger images are scaled down to
 //!   that), at least 85; an image whose size cannot be read costs the most, 1 600, since a lower
 //!   price could call a recovery converged that is not;
-//! - WAV or MP3 sound: Gemini's 32 tokens a second, its length from the header's byte rate or
-//!   the first frame's bitrate;
+//! - sound (WAV, AIFF, FLAC, MP3, Ogg Opus or Vorbis): Gemini's 32 tokens a second, its length
+//!   read where its encoder wrote it (`sound`);
 //! - text (almost no control bytes; UTF-8, or Latin-1 and the like read leniently): its tokens,
 //!   as a message's text is counted;
 //! - another image format `imagesize` reads (TIFF, HEIF, AVIF, …): as an image;
-//! - anything else (compressed sound, an unknown format): a token per KB, at least 85 (what
-//!   Gemini's rate gives 16-bit 16 kHz sound).
+//! - anything else (an unknown format, sound in a container not read here such as MP4/AAC): a
+//!   token per KB, at least 85 (what Gemini's rate gives 16-bit 16 kHz sound).
 //!
 //! Base64 wrapped in lines is read as one run. It is decoded a window at a time, so a payload
 //! of any size is weighed in bounded memory (the hostile one-line captures of the memory
@@ -31,6 +31,8 @@
 use base64::Engine;
 use std::borrow::Cow;
 use std::io::Read;
+
+mod sound;
 
 /// The lowest price of a payload.
 pub const MEDIA_TOKENS: u64 = 85;
@@ -85,10 +87,8 @@ pub fn payload_tokens_declared(s: &str, declared: Option<&str>) -> u64 {
     if has_image_signature(&first) {
         return image_of(first, windows);
     }
-    if let Some(rate) = wav_byte_rate(&first).or_else(|| mp3_byte_rate(&first)) {
-        // Sound: Gemini's 32 tokens a second.
-        let len = windows.fold(first.len() as u64, |n, w| n.saturating_add(w.len() as u64));
-        return len.checked_div(rate).unwrap_or(0).saturating_mul(AUDIO_TOKENS_PER_SECOND).max(MEDIA_TOKENS);
+    if let Some(kind) = sound::kind(&first) {
+        return sound::tokens(kind, first, windows);
     }
     if is_text(&first) {
         return text_tokens(first, windows);
@@ -98,52 +98,6 @@ pub fn payload_tokens_declared(s: &str, declared: Option<&str>) -> u64 {
     }
     let len = windows.fold(first.len() as u64, |n, w| n.saturating_add(w.len() as u64));
     (len / 1024).max(MEDIA_TOKENS)
-}
-
-/// What a second of sound costs (Gemini's documented rate).
-const AUDIO_TOKENS_PER_SECOND: u64 = 32;
-
-/// The bytes per second of an MP3 file: its first Layer III frame's bitrate (after an ID3v2
-/// tag). A constant-bitrate file's length is exact from it, a variable one's about right (a
-/// re-review showed a 64 kbps file of 496 s counted a third of its 15 872 tokens at a token per
-/// KB).
-fn mp3_byte_rate(b: &[u8]) -> Option<u64> {
-    let mut at = 0usize;
-    if b.starts_with(b"ID3") {
-        // A syncsafe size: four 7-bit bytes.
-        let size = b.get(6..10)?.iter().fold(0usize, |n, x| (n << 7) | usize::from(x & 0x7f));
-        at = size.checked_add(10)?;
-    }
-    let h = b.get(at..at.checked_add(4)?)?;
-    let (h1, h2) = (*h.get(1)?, *h.get(2)?);
-    // Frame sync (11 bits), then the version and the layer (Layer III is 01).
-    if *h.first()? != 0xff || h1 & 0xe0 != 0xe0 || (h1 >> 1) & 0x03 != 0x01 {
-        return None;
-    }
-    const MPEG1: [u64; 15] = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320];
-    const MPEG2: [u64; 15] = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160];
-    let table = if (h1 >> 3) & 0x03 == 0x03 { &MPEG1 } else { &MPEG2 };
-    let kbps = *table.get(usize::from(h2 >> 4))?;
-    (kbps > 0).then(|| kbps.saturating_mul(1000) / 8)
-}
-
-/// The bytes per second of a WAV file (`RIFF`…`WAVE`, its `fmt ` chunk's byte rate).
-fn wav_byte_rate(b: &[u8]) -> Option<u64> {
-    if !(b.starts_with(b"RIFF") && b.get(8..12) == Some(b"WAVE")) {
-        return None;
-    }
-    let mut at = 12usize;
-    // The chunks before `fmt ` (a `LIST`, a `JUNK`) are skipped by their sizes.
-    for _ in 0..16 {
-        let id = b.get(at..at.checked_add(4)?)?;
-        let size = u32::from_le_bytes(b.get(at.checked_add(4)?..at.checked_add(8)?)?.try_into().ok()?);
-        if id == b"fmt " {
-            let rate = b.get(at.checked_add(16)?..at.checked_add(20)?)?;
-            return Some(u64::from(u32::from_le_bytes(rate.try_into().ok()?))).filter(|r| *r > 0);
-        }
-        at = at.checked_add(8)?.checked_add(usize::try_from(size).ok()?)?;
-    }
-    None
 }
 
 /// An image of `w` by `h` pixels.
