@@ -286,3 +286,33 @@ fn journal_export_keeps_the_request_parameters_of_the_replayed_capture() {
     assert!(redacted["request"].get("bytes").is_none(), "{}", redacted["request"]);
     assert_eq!(redacted["request"]["fields"]["metadata"], extra["metadata"], "the rest of the request stays");
 }
+
+/// A real Responses body that continues a stored response: `import` says the conversation is not
+/// in the body, and the replay of its context overflow fails fidelity, naming the reference,
+/// instead of judging a recovery against a count without it.
+#[test]
+fn an_overflow_of_a_stored_conversation_is_not_replayed_as_if_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    let body = testdata("samples/openai-responses/responses-previous-response-id-function-call-output.json");
+    let o = salvage(&[
+        "import",
+        body.to_str().unwrap(),
+        "--status",
+        "400",
+        "--message",
+        r#"{"error":{"message":"Your input exceeds the context window of this model.","code":"context_length_exceeded"}}"#,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("note: a response the provider keeps"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(request.previous_response_id) is not in the body"), "{}", stderr(&o));
+    let o = salvage(&["replay", out.to_str().unwrap(), "--no-journal", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let checks = report.pointer("/captures/0/checks").and_then(Value::as_array).unwrap();
+    let fidelity = checks.iter().find(|c| c["name"] == "fidelity").unwrap();
+    assert_eq!(fidelity["ok"], false, "{fidelity}");
+    assert!(fidelity["detail"].as_str().unwrap().contains("request.previous_response_id"), "{fidelity}");
+}

@@ -24,8 +24,35 @@ fn check(name: &str, ok: bool, detail: String) -> Check {
 }
 
 /// Check 0, fidelity: attempt 0 is the captured request as sent, its simulated size is the size
-/// the capture recorded, and a request the capture's own upstream must reject is rejected.
+/// the capture recorded, and a request the capture's own upstream must reject is rejected; and a
+/// context overflow is not judged on a count that leaves out content the request refers to but
+/// the capture does not hold ([`crate::unheld`]). Any such reference is named in the detail.
 fn fidelity(run: &Run, capture: &Capture) -> Check {
+    let refs = crate::unheld::unheld(capture);
+    if refs.is_empty() {
+        return fidelity_of_sizes(run, capture);
+    }
+    let named: Vec<String> = refs.iter().take(4).map(|u| format!("{} at {}", u.what, u.path)).collect();
+    let more = refs.len().saturating_sub(named.len());
+    let list = if more > 0 { format!("{} and {more} more", named.join("; ")) } else { named.join("; ") };
+    if run.captured_class == Some(salvage_types::ErrorClass::ContextOverflow) {
+        return check(
+            "fidelity",
+            false,
+            format!(
+                "the request refers to content the capture does not hold ({list}): the provider counted it, the \
+                 simulation cannot, so this context overflow is not reproduced and no verdict on its recovery \
+                 holds; capture the content itself (the whole conversation, the file's bytes) to replay it"
+            ),
+        );
+    }
+    let mut c = fidelity_of_sizes(run, capture);
+    c.detail = format!("{}; not counted, the capture does not hold it: {list}", c.detail);
+    c
+}
+
+/// Check 0 on what the capture holds: the request as sent, its size, the upstream's rejection.
+fn fidelity_of_sizes(run: &Run, capture: &Capture) -> Check {
     let Some(first) = run.sent.first() else {
         return check("fidelity", true, "no request was sent".into());
     };

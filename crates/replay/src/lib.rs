@@ -23,4 +23,5 @@ pub mod media;
 pub mod o200k;
 pub mod shard;
 pub mod synth;
+pub mod unheld;
 pub mod upstream;

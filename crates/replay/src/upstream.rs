@@ -3,7 +3,7 @@
 //! (`o200k_base`) that answers an overflow in its real wording, applies provider-side context
 //! editing, and replies with scripted responses.
 
-use crate::media::MEDIA_TOKENS;
+use crate::media::MAX_IMAGE_TOKENS;
 use salvage_types::capture::{Failure, OverflowStyle, RejectStyle, ScriptedResponse, StopReason, Upstream};
 use salvage_types::message::{Message, Role};
 
@@ -117,7 +117,9 @@ pub fn count_tokens_until(history: &[Message], limit: u64) -> (u64, bool) {
             }
         }
         for image in &m.images {
-            let t = image.data.as_deref().map_or(MEDIA_TOKENS, crate::media::payload_tokens);
+            // An image the capture holds by address only costs the most an image can: a lower
+            // price could call a recovery converged that the provider rejects.
+            let t = image.data.as_deref().map_or(MAX_IMAGE_TOKENS, crate::media::payload_tokens);
             n = n.saturating_add(t);
         }
         if let Some(w) = &m.wire {
@@ -149,10 +151,11 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
                 .iter()
                 .find_map(|k| o.get(*k))
                 .and_then(Value::as_str);
-            if matches!(kind, Some("base64" | "image")) {
-                // The payload inside, weighed by its bytes; a URL-only image at the lowest price.
+            if matches!(kind, Some("base64" | "image" | "input_image" | "image_url" | "image_file")) {
+                // The payload inside, weighed by its bytes; an image by address or file id (the
+                // capture does not hold it) at the most an image costs.
                 return first_payload(w)
-                    .map_or(MEDIA_TOKENS, |p| crate::media::payload_tokens_declared(p, declared));
+                    .map_or(MAX_IMAGE_TOKENS, |p| crate::media::payload_tokens_declared(p, declared));
             }
             // A block that says it is text (an Anthropic text document's source) holds text, even
             // a long run of base64's letters (a DNA sequence: review finding 5).

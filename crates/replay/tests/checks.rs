@@ -597,3 +597,76 @@ fn a_wrapped_base64_document_is_weighed_by_its_bytes() {
         assert_eq!(wire_tokens(&gemini), 40 * 1500);
     }
 }
+
+/// A Responses request that continues a stored response (`previous_response_id`) carries only
+/// its new input: the provider counted the stored conversation, the simulation cannot. Its
+/// context overflow is not reproduced, and fidelity says so and names the reference; a
+/// failure that does not depend on the count (a 500) keeps fidelity, with the reference noted.
+#[test]
+fn fidelity_fails_on_an_overflow_of_content_the_capture_does_not_hold() {
+    let id = serde_json::json!("resp_0435eb6c2aa8e9eb0069e15ffeb3fc81959cd2d1e915a8c7ea");
+    let mut c = corpus("imported-responses-overflow");
+    assert!(
+        get(
+            &run_checks(
+                &run(&c, &mut Journal::in_memory().unwrap()),
+                &c,
+                &Journal::in_memory().unwrap(),
+                3,
+                &CLOCK
+            ),
+            "fidelity"
+        )
+        .ok
+    );
+    c.request.as_mut().unwrap().fields.insert("previous_response_id".into(), id.clone());
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    let f = get(&run_checks(&r, &c, &j, 3, &CLOCK), "fidelity").clone();
+    assert!(!f.ok, "{}", f.detail);
+    assert!(
+        f.detail.contains("request.previous_response_id") && f.detail.contains("resp_0435eb6c"),
+        "{}",
+        f.detail
+    );
+
+    let mut c = corpus("imported-responses-500-not-recoverable");
+    let req = c.request.as_mut().unwrap();
+    // The body as sent grows by the field: `,"previous_response_id":"resp_…"`.
+    let grown = 1 + r#""previous_response_id":"#.len() + id.to_string().len();
+    req.bytes = req.bytes.map(|b| b + grown as u64);
+    req.fields.insert("previous_response_id".into(), id);
+    let mut j = Journal::in_memory().unwrap();
+    let r = run(&c, &mut j);
+    let f = get(&run_checks(&r, &c, &j, 3, &CLOCK), "fidelity").clone();
+    assert!(f.ok, "{}", f.detail);
+    assert!(
+        f.detail.contains("not counted") && f.detail.contains("request.previous_response_id"),
+        "{}",
+        f.detail
+    );
+}
+
+/// An image the capture holds by address only is priced at the most an image costs: at 85 (the
+/// lowest price), ten screenshots by URL weighed 850 tokens where the provider counts up to
+/// 16 000, and a recovery that kept them was accepted.
+#[test]
+fn an_image_by_address_costs_the_most_an_image_can() {
+    use salvage_replay::upstream::{count_tokens, wire_tokens};
+    let by_url = salvage_types::message::Image {
+        media_type: None,
+        data: None,
+        url: Some("https://example.com/screenshot.png".into()),
+    };
+    let mut m = Message::user("what is wrong in these screenshots?");
+    let text_only = count_tokens(std::slice::from_ref(&m));
+    m.images = vec![by_url; 10];
+    assert_eq!(count_tokens(std::slice::from_ref(&m)), text_only + 10 * 1600);
+    for block in [
+        serde_json::json!([{"type": "input_image", "file_id": "file-abc", "detail": "high"}]),
+        serde_json::json!([{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]),
+        serde_json::json!([{"type": "image", "source": {"type": "file", "file_id": "file_011"}}]),
+    ] {
+        assert_eq!(wire_tokens(&block), 1600, "{block}");
+    }
+}

@@ -399,6 +399,14 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             capture.upstream.gateway = Some(gateway);
         }
     }
+    // Content the request names but does not carry: the replay cannot count it.
+    for u in salvage_replay::unheld::unheld(&capture) {
+        eprintln!(
+            "{name}: note: {} ({}) is not in the body: a replay cannot count it, and a context overflow \
+             of this request is not replayed (fidelity fails)",
+            u.what, u.path
+        );
+    }
     write(&args, &capture, out)
 }
 

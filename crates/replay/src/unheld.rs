@@ -1,0 +1,224 @@
+//! Content a captured request refers to but does not hold: a conversation the provider keeps
+//! (`previous_response_id`, `conversation`, Gemini's `cachedContent`, a stored `prompt`), and
+//! files by id or address (`file_id`, `file_url`, a document `source` of type `url` or `file`,
+//! Gemini's `fileData`, Bedrock's `s3Location`).
+//!
+//! The provider counts that content in the request's tokens; the simulated provider cannot, for
+//! the capture does not hold it, and its size has no bound (a PDF by id may be a hundred pages,
+//! a stored conversation any length). A replay of such a capture's context overflow would be
+//! judged against a count that leaves it out: attempt 0's rejection is not reproduced, and a
+//! recovery the simulation accepts may be rejected by the provider. So fidelity (check 0) fails
+//! for a context overflow of a request that refers to unheld content, naming each reference,
+//! and the other checks of such a run prove nothing about the recovery. Images by address are
+//! not listed: an image costs at most [`crate::media::MAX_IMAGE_TOKENS`], and the simulation
+//! counts an unheld one at that price.
+
+use salvage_types::Capture;
+use serde_json::Value;
+
+/// One reference to content the capture does not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unheld {
+    /// Where it is: `request.previous_response_id`, `history[3].wire[0].source.file_id`, …
+    pub path: String,
+    /// What it is, for people: `a conversation the provider keeps (resp_04…)`.
+    pub what: String,
+}
+
+/// Request fields that name a conversation or prompt the provider keeps.
+const SERVER_CONTEXT: &[(&str, &str)] = &[
+    ("previous_response_id", "a response the provider keeps, with its conversation"),
+    ("conversation", "a conversation the provider keeps"),
+    ("cachedContent", "content the provider caches"),
+    ("cached_content", "content the provider caches"),
+    ("prompt", "a prompt the provider keeps"),
+];
+
+/// Every reference in `capture`'s request to content it does not hold, in request order (the
+/// request's fields, then the messages).
+pub fn unheld(capture: &Capture) -> Vec<Unheld> {
+    let mut out = Vec::new();
+    if let Some(r) = &capture.request {
+        for (key, what) in SERVER_CONTEXT {
+            if let Some(v) = r.fields.get(*key).filter(|v| names_something(v)) {
+                out.push(Unheld { path: format!("request.{key}"), what: format!("{what} ({})", short(v)) });
+            }
+        }
+        for (key, v) in &r.fields {
+            if key != "tools" && !SERVER_CONTEXT.iter().any(|(k, _)| k == key) {
+                walk(v, &format!("request.{key}"), None, &mut out);
+            }
+        }
+    }
+    for (i, m) in capture.history.iter().enumerate() {
+        if let Some(w) = &m.wire {
+            walk(w, &format!("history[{i}].wire"), None, &mut out);
+        }
+    }
+    out
+}
+
+/// A value that names something: a non-empty string, or an object with an `id` (a Responses
+/// `conversation` or `prompt` object).
+fn names_something(v: &Value) -> bool {
+    match v {
+        Value::String(s) => !s.trim().is_empty(),
+        Value::Object(o) => o.get("id").is_some_and(|id| id.as_str().is_some_and(|s| !s.is_empty())),
+        _ => false,
+    }
+}
+
+/// A value for a message: a string or an object's `id`, cut to 28 characters.
+fn short(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => s.as_str(),
+        Value::Object(o) => o.get("id").and_then(Value::as_str).unwrap_or("?"),
+        _ => "?",
+    };
+    let cut: String = s.chars().take(28).collect();
+    if cut.len() < s.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+/// True for a block type that is an image (an unheld image costs at most the highest image
+/// price, which the simulation counts: not unbounded).
+fn is_image_type(t: Option<&str>) -> bool {
+    matches!(t, Some("image" | "input_image" | "image_url" | "image_file"))
+}
+
+/// Looks for references in `v`; `block` is the `type` of the object that holds it.
+fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
+    match v {
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                walk(x, &format!("{path}[{i}]"), block, out);
+            }
+        }
+        Value::Object(o) => {
+            // A placeholder of a modeled part: the message's own fields hold it.
+            if o.contains_key("$") {
+                return;
+            }
+            let own = o.get("type").and_then(Value::as_str);
+            let image = is_image_type(own)
+                || is_image_type(block)
+                || o.get("mimeType")
+                    .or_else(|| o.get("mime_type"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m.starts_with("image/"));
+            let kind = if image { Some("image") } else { own.or(block) };
+            for (k, x) in o {
+                let here = format!("{path}.{k}");
+                let named = x.as_str().filter(|s| !s.trim().is_empty());
+                match (k.as_str(), named) {
+                    ("file_id" | "file_url", Some(_)) if !image => {
+                        out.push(Unheld { path: here, what: format!("a file by {k} ({})", short(x)) });
+                    }
+                    ("fileUri" | "file_uri", Some(_)) if !image => {
+                        out.push(Unheld { path: here, what: format!("a file by address ({})", short(x)) });
+                    }
+                    ("uri", Some(_)) if path.ends_with("s3Location") && !image => {
+                        out.push(Unheld { path: here, what: format!("a file in S3 ({})", short(x)) });
+                    }
+                    // An Anthropic document's source by address.
+                    ("url", Some(_)) if o.get("type").and_then(Value::as_str) == Some("url") && !image => {
+                        out.push(Unheld { path: here, what: format!("a document by URL ({})", short(x)) });
+                    }
+                    _ => {
+                        // A nested source inherits the block's type (a document's `source`).
+                        let inner = if k == "source" || k == "file" || k == "fileData" || k == "file_data" {
+                            kind
+                        } else {
+                            x.get("type").and_then(Value::as_str)
+                        };
+                        walk(x, &here, inner, out);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests may panic
+    use super::*;
+    use salvage_types::capture::Request;
+    use salvage_types::Message;
+    use serde_json::json;
+
+    fn capture(fields: Value, wire: Vec<Value>) -> Capture {
+        let mut c: Capture = serde_json::from_value(json!({
+            "format": "salvage.capture/1", "id": "t", "history": [{"role": "user", "content": "hi"}],
+            "failure": {"status": 400, "message": "prompt is too long"}
+        }))
+        .unwrap();
+        c.request = Some(Request {
+            format: serde_json::from_value(json!("openai_responses")).unwrap(),
+            bytes: None,
+            fields: fields.as_object().cloned().unwrap_or_default(),
+        });
+        for w in wire {
+            let mut m = Message::user("see the attachment");
+            m.wire = Some(w);
+            c.history.push(m);
+        }
+        c
+    }
+
+    fn paths(c: &Capture) -> Vec<String> {
+        unheld(c).into_iter().map(|u| u.path).collect()
+    }
+
+    #[test]
+    fn server_kept_context_and_files_by_reference_are_listed() {
+        let c = capture(
+            json!({"model": "gpt-4.1", "previous_response_id": "resp_0435eb6c2aa8e9eb0069e15ffeb3fc81959cd",
+                   "prompt": {"id": "pmpt_123", "version": "2"}, "conversation": null, "store": true}),
+            vec![
+                json!([{"type": "input_file", "file_id": "file-abc"}]),
+                json!([{"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}}]),
+                json!([{"type": "document", "source": {"type": "file", "file_id": "file_011"}}]),
+                json!([{"fileData": {"mimeType": "application/pdf", "fileUri": "gs://bucket/report.pdf"}}]),
+                json!([{"document": {"format": "pdf", "name": "r", "source": {"s3Location": {"uri": "s3://b/r.pdf"}}}}]),
+                json!([{"type": "file", "file": {"file_id": "file-xyz"}}]),
+            ],
+        );
+        assert_eq!(
+            paths(&c),
+            [
+                "request.previous_response_id",
+                "request.prompt",
+                "history[1].wire[0].file_id",
+                "history[2].wire[0].source.url",
+                "history[3].wire[0].source.file_id",
+                "history[4].wire[0].fileData.fileUri",
+                "history[5].wire[0].document.source.s3Location.uri",
+                "history[6].wire[0].file.file_id",
+            ]
+        );
+        assert!(unheld(&c)[0].what.contains("resp_0435eb6c2aa8e9eb0069"), "{:?}", unheld(&c)[0]);
+    }
+
+    /// Images by address have a price ceiling the simulation counts; placeholders, empty and
+    /// null references, and tool definitions name nothing unheld.
+    #[test]
+    fn images_placeholders_and_empty_references_are_not_listed() {
+        let c = capture(
+            json!({"previous_response_id": null, "cachedContent": "", "tools": [{"type": "function", "name": "f",
+                   "parameters": {"properties": {"file_id": {"type": "string"}}}}]}),
+            vec![
+                json!([{"type": "input_image", "file_id": "file-img"}]),
+                json!([{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]),
+                json!([{"fileData": {"mimeType": "image/png", "fileUri": "gs://b/a.png"}}]),
+                json!([{"$": "image", "type": "input_image"}]),
+                json!([{"type": "input_text", "text": "my file_id is file-abc"}]),
+            ],
+        );
+        assert_eq!(paths(&c), Vec::<String>::new());
+    }
+}
