@@ -5,7 +5,9 @@
 //! /path/to/reference/salvage` (the one committed was written by the binary of
 //! `main` at b23e441, before the import was made parallel; one row since: the redacted import of
 //! `bedrock-many-messages.json`, whose modeled gateway cap is now under the body the capture keeps,
-//! the only difference from that binary's output). The large bodies of
+//! the only difference from that binary's output; and the two rows of
+//! `claude-code/v2.1.53-real-compaction-dangling-logical-parent.jsonl`, added with that sample and
+//! written by the binary of its commit, whose import of the rest is unchanged). The large bodies of
 //! `testdata/imports/` (`make.py`) are long enough to be converted on several threads.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic

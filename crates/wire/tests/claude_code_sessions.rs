@@ -215,3 +215,30 @@ fn claude_code_a_repeated_record_is_read_once() {
         assert_eq!(at_compaction(&s), at_compaction(&original), "line {line} repeated at {at}");
     }
 }
+
+/// A real Claude Code 2.1.53 session (`testdata/samples/README.md`): its compaction boundary's
+/// `logicalParentUuid` names a record Claude Code never wrote (anthropics/claude-code#46603). The
+/// conversation it compacted is the one written just before it, and is the history before the
+/// compaction; stopping at the missing uuid lost it (the journal archived an empty transcript).
+#[test]
+fn claude_code_compaction_with_a_missing_logical_parent_keeps_what_was_written_before_it() {
+    let s = read_file(
+        Source::ClaudeCode,
+        &samples().join("claude-code/v2.1.53-real-compaction-dangling-logical-parent.jsonl"),
+    );
+    let at = s.steps.iter().position(|st| matches!(st.change, Change::Compaction { .. })).unwrap();
+    let before = timeline::fold(&s.steps[..at]);
+    // Lines 429-432: a tool result, a call, its result, a last call (answered by no result).
+    assert_eq!(before.len(), 4, "{:#?}", texts(&before));
+    assert_eq!(before[0].role, Role::Tool);
+    assert_eq!(before[1].role, Role::Assistant);
+    assert_eq!(before[1].tool_calls.len(), 1);
+    assert_eq!(before[3].tool_calls[0].id, "toolu_01SMWQr3DEskqeeyQAbKqXeF");
+    assert!(
+        s.report.notes.iter().any(|n| n.contains("line 8: this compaction's logicalParentUuid")),
+        "{:?}",
+        s.report.notes
+    );
+    let after = s.history();
+    assert!(after[0].meta.is_summary && after[0].content.starts_with("This session is being continued"));
+}

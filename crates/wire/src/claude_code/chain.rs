@@ -43,15 +43,33 @@ pub(super) fn active_chain(
             None => None,
             Some(p) => match by_uuid.get(p) {
                 Some(&j) => Some(j),
-                None => {
-                    report.note(if r.is_boundary() && r.parent.is_none() {
-                        format!(
+                None if r.is_boundary() && r.parent.is_none() => match written_before(recs, i, r.side) {
+                    // Claude Code 2.1 writes a boundary whose logicalParentUuid names a record it
+                    // never wrote (anthropics/claude-code#46603): the conversation it compacted is
+                    // the one written just before it, and stopping here lost it all (a real
+                    // 2.1.53 session archived an empty transcript for its compaction).
+                    Some(j) => {
+                        report.note(format!(
+                            "line {}: this compaction's logicalParentUuid {p} is not in the file (a Claude Code \
+                             bug); the history before it continues from line {}, the last record written before it",
+                            r.line,
+                            recs.get(j).map_or(0, |x| x.line)
+                        ));
+                        Some(j)
+                    }
+                    None => {
+                        report.note(format!(
                             "line {}: the history before this compaction is not in the file (logicalParentUuid {p})",
                             r.line
-                        )
-                    } else {
-                        format!("line {}: parent {p} is not in the file; the chain starts here", r.line)
-                    });
+                        ));
+                        None
+                    }
+                },
+                None => {
+                    report.note(format!(
+                        "line {}: parent {p} is not in the file; the chain starts here",
+                        r.line
+                    ));
                     None
                 }
             },
@@ -59,6 +77,16 @@ pub(super) fn active_chain(
     }
     out.reverse();
     out
+}
+
+/// The last conversation record (user, assistant or system, with a uuid) written before record `i`
+/// on the same side (main chain or sidechain): what a compaction at `i` followed.
+fn written_before(recs: &[Rec], i: usize, side: bool) -> Option<usize> {
+    (0..i).rev().find(|&j| {
+        recs.get(j).is_some_and(|x| {
+            x.side == side && x.uuid.is_some() && matches!(x.kind.as_str(), "user" | "assistant" | "system")
+        })
+    })
 }
 
 /// Puts back what the single-parent walk leaves out after parallel tool calls: sibling
