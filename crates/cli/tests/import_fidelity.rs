@@ -7,7 +7,10 @@
 //! `bedrock-many-messages.json`, whose modeled gateway cap is now under the body the capture keeps,
 //! the only difference from that binary's output; and the two rows of
 //! `claude-code/v2.1.53-real-compaction-dangling-logical-parent.jsonl`, added with that sample and
-//! written by the binary of its commit, whose import of the rest is unchanged). The large bodies of
+//! written by the binary of its commit, whose import of the rest is unchanged; and the redacted
+//! (`file`) rows of five `requests/grown/` bodies, rewritten when redaction stopped reading code such
+//! as `context_window_tokens: 200_000` or `let max_tokens = budget.ratio()` as secrets: every
+//! placeholder that went was one of those, checked one by one). The large bodies of
 //! `testdata/imports/` (`make.py`) are long enough to be converted on several threads.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic

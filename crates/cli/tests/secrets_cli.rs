@@ -139,7 +139,15 @@ const PLANTS: &[Plant] = &[
     ("facebook_token", |g| tok("EAAC", g.a(120))),
     ("heroku_key", |g| tok("HRKU-", g.a(60))),
     ("jwt", |g| tok("eyJ", format!("{}.eyJ{}.{}", g.a(20), g.a(30), g.a(43)))),
-    ("basic_auth", |g| planted_in(format!("{}==", g.a(26)), "curl -H 'Authorization: Basic $S' https://x")),
+    // HTTP Basic credentials are base64 of `user-id:password` (RFC 7617).
+    ("basic_auth", |g| {
+        use base64::Engine;
+        let pair = format!("{}:{}", g.a(8), g.a(18));
+        planted_in(
+            base64::engine::general_purpose::STANDARD.encode(pair),
+            "curl -H 'Authorization: Basic $S' https://x",
+        )
+    }),
     ("bearer_token", |g| planted_in(g.a(40), "Authorization: Bearer $S")),
     ("api_key_header", |g| planted_in(g.a(32), "curl -H \"x-api-key: $S\" https://api")),
     ("url_password_with_slash", |g| {

@@ -31,7 +31,7 @@ mod anchor_tests;
 mod history;
 mod rules;
 pub use history::redact_history;
-pub use rules::{Edge, Rule, RULES};
+pub use rules::{Check, Edge, Rule, RULES};
 
 /// Secrets replaced, by kind.
 pub type Counts = BTreeMap<String, u64>;
@@ -124,14 +124,58 @@ pub fn is_placeholder(v: &str) -> bool {
 }
 
 /// A value after a secret-naming key that looks like a credential: no placeholder, at least
-/// 6 characters, and not a plain lowercase word (prose such as `token: the next one`).
+/// 6 characters, not a plain lowercase word (prose such as `token: the next one`), not a number
+/// (`max_tokens=200_000`), not code (`PROMPT_TOKENS = encode(chatSettings.prompt).length`, a
+/// call or an index) and not an attribute path (`token=settings.slack_bot_token`): a real
+/// session's code and prose were redacted by all three.
 fn secretish(v: &str) -> bool {
     let v = v.trim_end_matches([',', '.', ')', ']', '}']);
     if v.len() < 6 || is_placeholder(v) {
         return false;
     }
     let lower_word = v.chars().all(|c| c.is_ascii_lowercase() || c == '-' || c == '_');
-    !lower_word
+    let number =
+        v.chars().all(|c| c.is_ascii_digit() || matches!(c, '_' | '.' | ',' | '-' | '+' | 'e' | 'E'))
+            && v.chars().any(|c| c.is_ascii_digit());
+    let code = v.contains(['(', '[', '{']) || v.contains("=>") || v.contains("->");
+    !(lower_word || number || code || attribute_path(v))
+}
+
+/// `a.b`, `settings.slack_bot_token`, `self.config.api_key`: identifiers joined by dots, one of
+/// them a lowercase word of three letters or more (a module or object name, not a password's
+/// piece).
+fn attribute_path(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    let ident = |p: &&str| {
+        let mut c = p.chars();
+        c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+            && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+    };
+    parts.len() >= 2
+        && parts.iter().all(ident)
+        && parts.iter().any(|p| p.len() >= 3 && p.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+}
+
+/// A captured value up to the first JSON-style escape inside it (`\n`, `\t`, `\"`…): in text
+/// that holds escaped JSON, the literal ends there (a redaction ran on over `\n\n` into the next
+/// line of code).
+fn literal(v: &str) -> &str {
+    let b = v.as_bytes();
+    let cut = b.windows(2).position(|w| {
+        w.first() == Some(&b'\\') && matches!(w.get(1), Some(b'n' | b'r' | b't' | b'"' | b'\\'))
+    });
+    cut.map_or(v, |i| part(v, ..i))
+}
+
+/// HTTP Basic credentials (RFC 7617): base64 that decodes to UTF-8 text holding the `:` between
+/// user-id and password.
+fn basic_credentials(v: &str) -> bool {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(v)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .is_some_and(|t| t.contains(':') && !t.chars().any(char::is_control))
 }
 
 /// Private key blocks: the header names a private key; the block runs to its END line, or, when
@@ -207,11 +251,15 @@ fn apply(rule: &Rule, re: &Regex, text: &str, counts: &mut Counts) -> Option<Str
                 !v.starts_with("[REDACTED")
                     && !v.ends_with("EXAMPLE")
                     && !v.ends_with("EXAMPLEKEY")
-                    && (!rule.value_check || secretish(v))
+                    && match rule.check {
+                        Check::None => true,
+                        Check::SecretValue => secretish(literal(v)),
+                        Check::BasicCredentials => basic_credentials(v),
+                    }
             });
         match (ok, secret) {
             (true, Some(s)) => {
-                let v = s.as_str().trim_end_matches([',', '.', ')', ']', '}']);
+                let v = literal(s.as_str()).trim_end_matches([',', '.', ')', ']', '}']);
                 let end = s.start().saturating_add(v.len());
                 out.push_str(part(text, last..s.start()));
                 out.push_str(&placeholder(rule.kind, v));
@@ -489,6 +537,12 @@ mod tests {
             ("{\"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nabc\"}", "MIIEvQIBADANBgkq"),
             ("DB_PASSWORD=s3cr3t-Passw0rd", "s3cr3t-Passw0rd"),
             ("password: Sup3rS3cret!", "Sup3rS3cret!"),
+            // RFC 7617's example: base64 of `Aladdin:open sesame`.
+            ("Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", "QWxhZGRpbjpvcGVu"),
+            ("curl -H 'authorization: basic dXNlcjpodW50ZXIy'", "dXNlcjpodW50ZXIy"),
+            ("API_TOKEN=Xk9fQ2wLr7TzPq", "Xk9fQ2wLr7TzPq"),
+            // Escaped JSON: the literal ends at the escape, and is still redacted.
+            ("\"env\": \"DB_PASSWORD=s3cr3t-Passw0rd\\nNEXT=1\"", "s3cr3t-Passw0rd"),
         ];
         for (text, secret) in cases {
             let mut c = Counts::new();
@@ -511,6 +565,15 @@ mod tests {
             "the token: next one please",
             "secret_santa = true",
             "?author=JaneDoe42&page=2",
+            // Found redacted in real sessions (a helper's sweep of public Claude Code and Codex
+            // files): prose after "basic", a token count, code, an attribute path.
+            "The basic functionality, which the tests cover, works.",
+            "### Basic Annotation Types",
+            "client.messages.create(max_tokens=200_000, model=m)",
+            "const PROMPT_TOKENS = encode(chatSettings.prompt).length\\n\\n  let rest = 1",
+            "app = AsyncApp(token=settings.slack_bot_token)",
+            "MAX_TOKENS=4096",
+            "token = tokens[0]",
         ] {
             let mut c = Counts::new();
             assert_eq!(redact_text(text, &mut c), text, "{c:?}");

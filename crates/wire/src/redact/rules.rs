@@ -29,25 +29,37 @@ pub struct Rule {
     pub left: Edge,
     /// Right edge of the whole match.
     pub right: Edge,
-    /// Values that must look like secrets (assignment rules whose key names a secret but whose
-    /// value may be prose or a placeholder).
-    pub value_check: bool,
+    /// What the captured value must be besides matching.
+    pub check: Check,
+}
+
+/// What a rule's captured value must be to be redacted, beyond its pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Nothing more.
+    None,
+    /// A literal that looks like a credential (assignment rules whose key names a secret but
+    /// whose value may be prose, a placeholder, a number or code).
+    SecretValue,
+    /// HTTP Basic credentials: base64 of `user-id:password` (RFC 7617). "basic functionality"
+    /// matched the pattern and was redacted in a real rollout.
+    BasicCredentials,
 }
 
 const fn rule(kind: &'static str, pattern: &'static str, anchor: &'static str) -> Rule {
-    Rule { kind, pattern, anchor, group: 0, left: Edge::NotAlnum, right: Edge::Any, value_check: false }
+    Rule { kind, pattern, anchor, group: 0, left: Edge::NotAlnum, right: Edge::Any, check: Check::None }
 }
 
 const fn bounded(kind: &'static str, pattern: &'static str, anchor: &'static str) -> Rule {
-    Rule { kind, pattern, anchor, group: 0, left: Edge::NotAlnum, right: Edge::NotAlnum, value_check: false }
+    Rule { kind, pattern, anchor, group: 0, left: Edge::NotAlnum, right: Edge::NotAlnum, check: Check::None }
 }
 
 const fn keyed(kind: &'static str, pattern: &'static str, anchor: &'static str) -> Rule {
-    Rule { kind, pattern, anchor, group: 1, left: Edge::Any, right: Edge::Any, value_check: true }
+    Rule { kind, pattern, anchor, group: 1, left: Edge::Any, right: Edge::Any, check: Check::SecretValue }
 }
 
 const fn field(kind: &'static str, pattern: &'static str, anchor: &'static str) -> Rule {
-    Rule { kind, pattern, anchor, group: 1, left: Edge::Any, right: Edge::Any, value_check: false }
+    Rule { kind, pattern, anchor, group: 1, left: Edge::Any, right: Edge::Any, check: Check::None }
 }
 
 /// The rule table, applied in order (more specific rules first, so `sk-ant-` is an Anthropic key
@@ -156,7 +168,10 @@ pub const RULES: &[Rule] = &[
     rule("heroku_key", r"HRKU-[A-Za-z0-9_-]{40,}", r"HRKU-"),
     // Generic shapes.
     rule("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", r"eyJ"),
-    field("basic_auth", r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})", r"(?i)basic\s"),
+    Rule {
+        check: Check::BasicCredentials,
+        ..field("basic_auth", r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})", r"(?i)basic\s")
+    },
     field("bearer_token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})", r"(?i)bearer\s"),
     keyed(
         "api_key_header",
