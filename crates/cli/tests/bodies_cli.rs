@@ -306,8 +306,17 @@ fn an_overflow_of_a_stored_conversation_is_not_replayed_as_if_held() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("note: a response the provider keeps"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("(request.previous_response_id) is not in the body"), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("note: the request refers to content it does not carry: a response the provider keeps"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("(request.previous_response_id); its context overflow cannot be replayed"),
+        "{}",
+        stderr(&o)
+    );
     let o = salvage(&["replay", out.to_str().unwrap(), "--no-journal", "--json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let report: Value = serde_json::from_slice(&o.stdout).unwrap();

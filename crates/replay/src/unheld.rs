@@ -45,7 +45,10 @@ pub fn unheld(capture: &Capture) -> Vec<Unheld> {
             }
         }
         for (key, v) in &r.fields {
-            if key != "tools" && !SERVER_CONTEXT.iter().any(|(k, _)| k == key) {
+            if key != "tools"
+                && !NOT_CONTENT_KEYS.contains(&key.as_str())
+                && !SERVER_CONTEXT.iter().any(|(k, _)| k == key)
+            {
                 walk(v, &format!("request.{key}"), None, &mut out);
             }
         }
@@ -89,7 +92,26 @@ fn is_image_type(t: Option<&str>) -> bool {
     matches!(t, Some("image" | "input_image" | "image_url" | "image_file"))
 }
 
-/// Looks for references in `v`; `block` is the `type` of the object that holds it.
+/// Block types whose references do not reach the model's context: a file uploaded to the code
+/// execution container, a web search's sources (a review showed both read as documents).
+const NOT_CONTEXT: &[&str] =
+    &["container_upload", "web_search_call", "web_search_tool_result", "mcp_tool_use"];
+
+/// Keys whose values are not content: free-form metadata, MCP server definitions.
+const NOT_CONTENT_KEYS: &[&str] = &["metadata", "mcp_servers"];
+
+/// The block kind a key names where blocks are keyed by kind (Bedrock Converse: `image`,
+/// `document`, `video`).
+fn keyed_kind(k: &str) -> Option<&'static str> {
+    match k {
+        "image" => Some("image"),
+        "document" => Some("document"),
+        "video" => Some("video"),
+        _ => None,
+    }
+}
+
+/// Looks for references in `v`; `block` is the kind of the block that holds it.
 fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
     match v {
         Value::Array(a) => {
@@ -103,6 +125,18 @@ fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
                 return;
             }
             let own = o.get("type").and_then(Value::as_str);
+            if own.is_some_and(|t| NOT_CONTEXT.contains(&t)) {
+                return;
+            }
+            if own == Some("item_reference") {
+                if let Some(id) = o.get("id").filter(|v| names_something(v)) {
+                    out.push(Unheld {
+                        path: format!("{path}.id"),
+                        what: format!("an item the provider keeps ({})", short(id)),
+                    });
+                }
+                return;
+            }
             let image = is_image_type(own)
                 || is_image_type(block)
                 || o.get("mimeType")
@@ -111,8 +145,13 @@ fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
                     .is_some_and(|m| m.starts_with("image/"));
             let kind = if image { Some("image") } else { own.or(block) };
             for (k, x) in o {
+                if NOT_CONTENT_KEYS.contains(&k.as_str()) {
+                    continue;
+                }
                 let here = format!("{path}.{k}");
                 let named = x.as_str().filter(|s| !s.trim().is_empty());
+                let address =
+                    named.or_else(|| x.get("url").and_then(Value::as_str).filter(|s| !s.trim().is_empty()));
                 match (k.as_str(), named) {
                     ("file_id" | "file_url", Some(_)) if !image => {
                         out.push(Unheld { path: here, what: format!("a file by {k} ({})", short(x)) });
@@ -123,13 +162,24 @@ fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
                     ("uri", Some(_)) if path.ends_with("s3Location") && !image => {
                         out.push(Unheld { path: here, what: format!("a file in S3 ({})", short(x)) });
                     }
-                    // An Anthropic document's source by address.
-                    ("url", Some(_)) if o.get("type").and_then(Value::as_str) == Some("url") && !image => {
+                    // An Anthropic document's source by address (a `source` of type `url`).
+                    ("url", Some(_)) if own == Some("url") && path.ends_with(".source") && !image => {
                         out.push(Unheld { path: here, what: format!("a document by URL ({})", short(x)) });
                     }
+                    // Mistral's and OpenAI-compatible servers' parts by address.
+                    ("document_url" | "video_url", _) if address.is_some() => {
+                        let what = if k == "video_url" { "a video by URL" } else { "a document by URL" };
+                        let shown = Value::String(address.unwrap_or_default().to_string());
+                        out.push(Unheld { path: here, what: format!("{what} ({})", short(&shown)) });
+                    }
                     _ => {
-                        // A nested source inherits the block's type (a document's `source`).
-                        let inner = if k == "source" || k == "file" || k == "fileData" || k == "file_data" {
+                        // A nested source inherits the block's kind (a document's `source`); a
+                        // key that names a kind (Bedrock's `image`, `document`) sets it.
+                        let inner = if let Some(keyed) = keyed_kind(k).filter(|_| x.is_object()) {
+                            Some(keyed)
+                        } else if image || k == "source" || k == "file" || k == "fileData" || k == "file_data"
+                        {
+                            // Everything inside an image is the image's.
                             kind
                         } else {
                             x.get("type").and_then(Value::as_str)
@@ -186,6 +236,10 @@ mod tests {
                 json!([{"fileData": {"mimeType": "application/pdf", "fileUri": "gs://bucket/report.pdf"}}]),
                 json!([{"document": {"format": "pdf", "name": "r", "source": {"s3Location": {"uri": "s3://b/r.pdf"}}}}]),
                 json!([{"type": "file", "file": {"file_id": "file-xyz"}}]),
+                json!([{"type": "item_reference", "id": "msg_0123456789"}]),
+                json!([{"type": "document_url", "document_url": "https://arxiv.org/pdf/1805.04770"}]),
+                json!([{"type": "video_url", "video_url": {"url": "https://example.com/a.mp4"}}]),
+                json!([{"video": {"format": "mp4", "source": {"s3Location": {"uri": "s3://b/v.mp4"}}}}]),
             ],
         );
         assert_eq!(
@@ -199,6 +253,10 @@ mod tests {
                 "history[4].wire[0].fileData.fileUri",
                 "history[5].wire[0].document.source.s3Location.uri",
                 "history[6].wire[0].file.file_id",
+                "history[7].wire[0].id",
+                "history[8].wire[0].document_url",
+                "history[9].wire[0].video_url",
+                "history[10].wire[0].video.source.s3Location.uri",
             ]
         );
         assert!(unheld(&c)[0].what.contains("resp_0435eb6c2aa8e9eb0069"), "{:?}", unheld(&c)[0]);
@@ -209,7 +267,9 @@ mod tests {
     #[test]
     fn images_placeholders_and_empty_references_are_not_listed() {
         let c = capture(
-            json!({"previous_response_id": null, "cachedContent": "", "tools": [{"type": "function", "name": "f",
+            json!({"previous_response_id": null, "cachedContent": "",
+                   "mcp_servers": [{"type": "url", "url": "https://mcp.example/sse", "name": "m"}],
+                   "metadata": {"file_id": "file-abc"}, "tools": [{"type": "function", "name": "f",
                    "parameters": {"properties": {"file_id": {"type": "string"}}}}]}),
             vec![
                 json!([{"type": "input_image", "file_id": "file-img"}]),
@@ -217,6 +277,12 @@ mod tests {
                 json!([{"fileData": {"mimeType": "image/png", "fileUri": "gs://b/a.png"}}]),
                 json!([{"$": "image", "type": "input_image"}]),
                 json!([{"type": "input_text", "text": "my file_id is file-abc"}]),
+                // Review findings: an S3 image (Bedrock), MCP servers, a web search's sources,
+                // metadata, a file uploaded to the code execution container.
+                json!([{"image": {"format": "png", "source": {"s3Location": {"uri": "s3://b/a.png"}}}}]),
+                json!([{"type": "web_search_call", "action": {"sources": [{"type": "url", "url": "https://a.example"}]}}]),
+                json!([{"type": "container_upload", "file_id": "file_011"}]),
+                json!([{"type": "input_text", "text": "x", "metadata": {"file_id": "file-abc"}}]),
             ],
         );
         assert_eq!(paths(&c), Vec::<String>::new());

@@ -167,12 +167,32 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
                         crate::media::payload_tokens_declared(s, declared)
                     }
                     Value::String(s) => crate::o200k::count(s),
+                    // An image keyed by kind (Bedrock Converse): its bytes, or the most an image
+                    // costs when it is in S3 (the capture does not hold it).
+                    v @ Value::Object(_) if k == "image" => first_payload(v)
+                        .map_or(MAX_IMAGE_TOKENS, |p| crate::media::payload_tokens_declared(p, declared)),
+                    // A Gemini image by address (`fileData` of an image type): the most an image
+                    // costs, not the tokens of its URI (a review's 30 photos by `fileUri` weighed 12
+                    // tokens each and a recovery that kept them was accepted).
+                    Value::Object(fd)
+                        if matches!(k.as_str(), "fileData" | "file_data") && is_image_mime(fd) =>
+                    {
+                        MAX_IMAGE_TOKENS
+                    }
                     v => wire_tokens(v),
                 })
                 .fold(0, u64::saturating_add)
         }
         _ => 0,
     }
+}
+
+/// True for a Gemini `fileData` of an image type.
+fn is_image_mime(fd: &serde_json::Map<String, serde_json::Value>) -> bool {
+    fd.get("mimeType")
+        .or_else(|| fd.get("mime_type"))
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|m| m.trim().to_ascii_lowercase().starts_with("image/"))
 }
 
 /// The first binary payload (base64 or a data URL) inside a block, depth first.

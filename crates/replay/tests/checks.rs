@@ -670,3 +670,19 @@ fn an_image_by_address_costs_the_most_an_image_can() {
         assert_eq!(wire_tokens(&block), 1600, "{block}");
     }
 }
+
+/// Review findings 9 and 13: a Gemini image by `fileUri` and a Bedrock image in S3 cost the most
+/// an image can, not the tokens of their addresses.
+#[test]
+fn gemini_and_bedrock_images_by_address_cost_the_most_an_image_can() {
+    use salvage_replay::upstream::wire_tokens;
+    let gemini =
+        serde_json::json!([{"fileData": {"mimeType": "image/jpeg", "fileUri": "gs://bucket/photo-1.jpg"}}]);
+    assert_eq!(wire_tokens(&gemini), 1600);
+    let bedrock =
+        serde_json::json!([{"image": {"format": "png", "source": {"s3Location": {"uri": "s3://b/a.png"}}}}]);
+    assert_eq!(wire_tokens(&bedrock), 1600);
+    // A PDF by address is not an image: it is listed as unheld instead (fidelity names it).
+    let pdf = serde_json::json!([{"fileData": {"mimeType": "application/pdf", "fileUri": "gs://b/r.pdf"}}]);
+    assert!(wire_tokens(&pdf) < 100);
+}

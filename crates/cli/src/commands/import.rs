@@ -399,12 +399,29 @@ pub fn run(args: Args, env: &BTreeMap<String, String>, out: &mut Output) -> Outc
             capture.upstream.gateway = Some(gateway);
         }
     }
-    // Content the request names but does not carry: the replay cannot count it.
-    for u in salvage_replay::unheld::unheld(&capture) {
+    // Content the request names but does not carry: the replay cannot count it. One line, the
+    // first three named.
+    let refs = salvage_replay::unheld::unheld(&capture);
+    if !refs.is_empty() {
+        let named: Vec<String> = refs.iter().take(3).map(|u| format!("{} ({})", u.what, u.path)).collect();
+        let more = match refs.len().saturating_sub(3) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        let input = salvage_recovery::classify::FailureInput::new(
+            capture.failure.clone(),
+            salvage_types::history_weight(&capture.history),
+        );
+        let overflow =
+            salvage_recovery::classify::classify(&input).class == salvage_types::ErrorClass::ContextOverflow;
+        let consequence = if overflow {
+            "its context overflow cannot be replayed: fidelity fails and names them"
+        } else {
+            "the replay cannot count it (its fidelity check lists it)"
+        };
         eprintln!(
-            "{name}: note: {} ({}) is not in the body: a replay cannot count it, and a context overflow \
-             of this request is not replayed (fidelity fails)",
-            u.what, u.path
+            "{name}: note: the request refers to content it does not carry: {}{more}; {consequence}",
+            named.join("; ")
         );
     }
     write(&args, &capture, out)
