@@ -10,7 +10,8 @@
 //! written by the binary of its commit, whose import of the rest is unchanged; and the redacted
 //! (`file`) rows of five `requests/grown/` bodies, rewritten when redaction stopped reading code such
 //! as `context_window_tokens: 200_000` or `let max_tokens = budget.ratio()` as secrets: every
-//! placeholder that went was one of those, checked one by one). The large bodies of
+//! placeholder that went was one of those, checked one by one; and the rows of `samples/gemini-cli/`,
+//! added with the Gemini CLI importer and written by the binary of its commit). The large bodies of
 //! `testdata/imports/` (`make.py`) are long enough to be converted on several threads.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic

@@ -261,3 +261,64 @@ fn dry_runs_and_reports_leave_an_empty_database_file_untouched() {
         assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "{args:?} wrote into the empty file");
     }
 }
+
+/// A Gemini CLI session that ended on the CLI's error line: `import` (format detected) takes the
+/// error as the failure and the capture replays; `journal import` of the real v0.61.0 record is
+/// idempotent.
+#[test]
+fn a_gemini_cli_session_imports_replays_and_journals() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = std::fs::read_to_string(sample("gemini-cli/v0.61.0-session-main.jsonl")).unwrap();
+    let error = json!({"id": "e1", "timestamp": "2026-12-04T21:30:00.000Z", "type": "error",
+        "content": "[API Error: {\"error\":{\"code\":400,\"message\":\"The input token count (1210742) exceeds the maximum number of tokens allowed (1048576).\",\"status\":\"INVALID_ARGUMENT\"}}]"});
+    let file = dir.path().join("session-2026-12-04T21-26-834e2881.jsonl");
+    std::fs::write(&file, format!("{real}{error}\n")).unwrap();
+    let cap = dir.path().join("c.json");
+    let o = salvage(&["import", &s(&file), "-o", &s(&cap)]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("detected gemini_cli"), "{err}");
+    let c: Value = serde_json::from_slice(&std::fs::read(&cap).unwrap()).unwrap();
+    assert!(
+        c["failure"]["message"].as_str().unwrap().contains("exceeds the maximum number of tokens"),
+        "{}",
+        c["failure"]
+    );
+    assert_eq!(c["client"]["name"], "gemini-cli");
+    assert_eq!(c["request"]["format"], "gemini_cli");
+    let o = salvage(&["replay", &s(&cap), "--no-journal", "--json"]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let fidelity = report["captures"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "fidelity")
+        .unwrap()
+        .clone();
+    assert_eq!(fidelity["ok"], true, "{fidelity}");
+
+    let db = dir.path().join("j.db");
+    let first = salvage(&[
+        "journal",
+        "import",
+        "--from",
+        "gemini-cli",
+        &sample("gemini-cli/v0.61.0-session-main.jsonl"),
+        "--db",
+        &s(&db),
+    ]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let again = salvage(&[
+        "journal",
+        "import",
+        "--from",
+        "gemini-cli",
+        &sample("gemini-cli/v0.61.0-session-main.jsonl"),
+        "--db",
+        &s(&db),
+    ]);
+    let again_err =
+        format!("{}{}", String::from_utf8_lossy(&again.stdout), String::from_utf8_lossy(&again.stderr));
+    assert!(again.status.success() && again_err.contains("0 event(s) appended"), "{again_err}");
+}

@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 /// The formats `--from auto` recognises, for the message naming them.
 pub const SUPPORTED: &str = "openai (chat completions), anthropic (Messages), openai_responses, gemini \
 (generateContent), bedrock (Converse), chatcli (session file v2), claude_code (JSONL transcript), \
-codex (JSONL rollout), cline (api_conversation_history.json)";
+codex (JSONL rollout), cline (api_conversation_history.json), gemini_cli (chat record or /chat save \
+checkpoint)";
 
 /// What the detector decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +86,16 @@ pub fn detect(bytes: &[u8]) -> Result<Detected, Unrecognized> {
 /// JSON Lines: a Claude Code transcript or a Codex rollout, by the fields of their lines.
 pub fn detect_jsonl(lines: &[Value]) -> Result<Detected, Unrecognized> {
     let has = |f: &dyn Fn(&Map<String, Value>) -> bool| lines.iter().filter_map(Value::as_object).any(f);
+    if has(&|o| {
+        (o.contains_key("sessionId") && o.contains_key("projectHash"))
+            || o.contains_key("$set")
+            || o.contains_key("$rewindTo")
+    }) {
+        return found(
+            RequestFormat::GeminiCli,
+            "JSON Lines with a sessionId/projectHash header or $set lines",
+        );
+    }
     if has(&|o| o.contains_key("sessionId") && (o.contains_key("uuid") || o.contains_key("message"))) {
         return found(RequestFormat::ClaudeCode, "JSON Lines with sessionId/uuid entries");
     }
@@ -124,6 +135,12 @@ pub fn detect_value(v: &Value) -> Result<Detected, Unrecognized> {
     let o = match v {
         Value::Object(o) => o,
         Value::Array(a) => {
+            if is_contents(a) {
+                return found(
+                    RequestFormat::GeminiCli,
+                    "a top-level array of role/parts contents (a /chat save checkpoint)",
+                );
+            }
             let roles = a.iter().filter(|m| m.get("role").is_some() && m.get("content").is_some()).count();
             if !a.is_empty() && roles == a.len() {
                 return found(RequestFormat::Cline, "a top-level array of role/content messages");
@@ -132,6 +149,14 @@ pub fn detect_value(v: &Value) -> Result<Detected, Unrecognized> {
         }
         other => return Err(Unrecognized { looks_like: format!("a JSON {}", crate::kind(other)) }),
     };
+    if o.contains_key("sessionId") && o.contains_key("projectHash") {
+        return found(RequestFormat::GeminiCli, "a sessionId/projectHash chat record");
+    }
+    if o.get("history").and_then(Value::as_array).is_some_and(|a| is_contents(a))
+        && !o.contains_key("messages")
+    {
+        return found(RequestFormat::GeminiCli, "a history of role/parts contents (a /chat save checkpoint)");
+    }
     if o.contains_key("chat_history") {
         return found(RequestFormat::Chatcli, "a chat_history array");
     }
@@ -153,6 +178,11 @@ pub fn detect_value(v: &Value) -> Result<Detected, Unrecognized> {
         keys.push("…");
     }
     Err(Unrecognized { looks_like: format!("a JSON object with keys {}", keys.join(", ")) })
+}
+
+/// A non-empty list of Gemini contents: every item has `role` and `parts`.
+fn is_contents(a: &[Value]) -> bool {
+    !a.is_empty() && a.iter().all(|c| c.get("role").is_some() && c.get("parts").is_some_and(Value::is_array))
 }
 
 /// `messages` is shared by OpenAI chat, Anthropic and Bedrock: decided by the blocks and fields

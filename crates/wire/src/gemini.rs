@@ -62,7 +62,7 @@ fn first_key<'a>(o: &'a Map<String, Value>, keys: [&'static str; 2]) -> Option<(
 
 /// Ids for calls sent without one, and the calls still waiting for a response.
 #[derive(Default)]
-struct Ids {
+pub(crate) struct Ids {
     n: usize,
     open: Vec<(String, String)>,
 }
@@ -121,7 +121,12 @@ fn system(cx: &Cx<'_>, si: &Value, path: &str) -> Result<Option<Message>, Captur
     Ok(Some(finish(d, F, default_template)))
 }
 
-fn content(cx: &Cx<'_>, c: &Value, path: &str, ids: &mut Ids) -> Result<Vec<shape::Draft>, CaptureError> {
+pub(crate) fn content(
+    cx: &Cx<'_>,
+    c: &Value,
+    path: &str,
+    ids: &mut Ids,
+) -> Result<Vec<shape::Draft>, CaptureError> {
     let o = cx.obj(c, path)?;
     let role = match cx.opt_str(o, "role", path)? {
         Some("model") => Role::Assistant,

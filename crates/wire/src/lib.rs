@@ -33,6 +33,7 @@ pub mod codex;
 mod conv;
 pub mod detect;
 pub mod gemini;
+pub mod gemini_cli;
 pub mod openai;
 mod par_list;
 pub mod redact;
@@ -79,6 +80,8 @@ pub enum Source {
     Codex,
     /// Cline / Roo Code `api_conversation_history.json`.
     Cline,
+    /// Gemini CLI chat record or `/chat save` checkpoint.
+    GeminiCli,
 }
 
 impl Source {
@@ -94,6 +97,7 @@ impl Source {
             Source::ClaudeCode => RequestFormat::ClaudeCode,
             Source::Codex => RequestFormat::Codex,
             Source::Cline => RequestFormat::Cline,
+            Source::GeminiCli => RequestFormat::GeminiCli,
         }
     }
 
@@ -101,7 +105,7 @@ impl Source {
     /// body.
     pub fn is_session(self) -> bool {
         match self {
-            Source::ClaudeCode | Source::Codex | Source::Cline => true,
+            Source::ClaudeCode | Source::Codex | Source::Cline | Source::GeminiCli => true,
             Source::Openai
             | Source::Anthropic
             | Source::Chatcli
@@ -123,6 +127,7 @@ impl Source {
             RequestFormat::ClaudeCode => Some(Source::ClaudeCode),
             RequestFormat::Codex => Some(Source::Codex),
             RequestFormat::Cline => Some(Source::Cline),
+            RequestFormat::GeminiCli => Some(Source::GeminiCli),
         }
     }
 }
@@ -267,6 +272,7 @@ pub fn read_session(source: Source, bytes: &[u8], file: &str) -> Result<session:
         Source::ClaudeCode => claude_code::read(&cx, bytes),
         Source::Codex => codex::read(&cx, bytes),
         Source::Cline => cline::read(&cx, &parse_json(bytes, file)?),
+        Source::GeminiCli => gemini_cli::read(&cx, bytes),
         Source::Openai
         | Source::Anthropic
         | Source::Chatcli
@@ -314,9 +320,11 @@ fn is_body_format(format: RequestFormat) -> bool {
         | RequestFormat::OpenaiResponses
         | RequestFormat::Gemini
         | RequestFormat::Bedrock => true,
-        RequestFormat::Chatcli | RequestFormat::ClaudeCode | RequestFormat::Codex | RequestFormat::Cline => {
-            false
-        }
+        RequestFormat::Chatcli
+        | RequestFormat::ClaudeCode
+        | RequestFormat::Codex
+        | RequestFormat::Cline
+        | RequestFormat::GeminiCli => false,
     }
 }
 
@@ -330,7 +338,7 @@ fn import_shape(source: Source, value: &Value, file: &str) -> Result<Imported, C
         Source::OpenaiResponses => responses::import(&cx, value),
         Source::Gemini => gemini::import(&cx, value),
         Source::Bedrock => bedrock::import(&cx, value),
-        Source::ClaudeCode | Source::Codex => {
+        Source::ClaudeCode | Source::Codex | Source::GeminiCli => {
             Err(cx.err("(top level)", "a JSON Lines session file: read it with read_session"))
         }
         Source::Cline => cline::read(&cx, value).map(|s| s.imported()),
@@ -352,7 +360,7 @@ pub fn request_body(request: &Request, history: &[Message]) -> Value {
             anthropic::body(request, history)
         }
         RequestFormat::OpenaiResponses | RequestFormat::Codex => responses::body(request, history),
-        RequestFormat::Gemini => gemini::body(request, history),
+        RequestFormat::Gemini | RequestFormat::GeminiCli => gemini::body(request, history),
         RequestFormat::Bedrock => bedrock::body(request, history),
         RequestFormat::Chatcli => chatcli::body(request, history),
     }
@@ -373,7 +381,7 @@ fn output_limit_paths(format: RequestFormat) -> &'static [&'static [&'static str
         RequestFormat::Anthropic | RequestFormat::ClaudeCode | RequestFormat::Cline => &[&["max_tokens"]],
         RequestFormat::Openai => &[&["max_completion_tokens"], &["max_tokens"]],
         RequestFormat::OpenaiResponses | RequestFormat::Codex => &[&["max_output_tokens"]],
-        RequestFormat::Gemini => &[&["generationConfig", "maxOutputTokens"]],
+        RequestFormat::Gemini | RequestFormat::GeminiCli => &[&["generationConfig", "maxOutputTokens"]],
         RequestFormat::Bedrock => &[&["inferenceConfig", "maxTokens"]],
         RequestFormat::Chatcli => &[],
     }
@@ -427,7 +435,7 @@ pub fn bare_request(format: RequestFormat, model: Option<&str>) -> Request {
         | RequestFormat::Cline => {
             fields.insert("model".into(), Value::String(model.unwrap_or("model").into()));
         }
-        RequestFormat::Gemini | RequestFormat::Bedrock => {}
+        RequestFormat::Gemini | RequestFormat::GeminiCli | RequestFormat::Bedrock => {}
         RequestFormat::Chatcli => {
             fields.insert("version".into(), Value::from(2));
             if let Some(m) = model {

@@ -127,7 +127,10 @@ fn kinds(format: RequestFormat, body: &Value) -> BTreeMap<String, usize> {
                 add(m["role"].as_str().unwrap_or("?").to_string());
             }
         }
-        RequestFormat::ClaudeCode | RequestFormat::Codex | RequestFormat::Cline => {}
+        RequestFormat::ClaudeCode
+        | RequestFormat::Codex
+        | RequestFormat::Cline
+        | RequestFormat::GeminiCli => {}
     }
     out
 }

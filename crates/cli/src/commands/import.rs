@@ -37,6 +37,10 @@ pub enum From {
     Codex,
     /// Cline / Roo Code `tasks/<id>/api_conversation_history.json`.
     Cline,
+    /// Gemini CLI chat record `~/.gemini/tmp/<project>/chats/session-*.json[l]`, or a
+    /// `/chat save` checkpoint `checkpoint-<tag>.json`.
+    #[value(name = "gemini-cli", alias = "gemini_cli")]
+    GeminiCli,
 }
 
 /// Arguments of `salvage import`.
@@ -210,6 +214,7 @@ fn named_source(args: &Args) -> Option<Source> {
         From::ClaudeCode => Source::ClaudeCode,
         From::Codex => Source::Codex,
         From::Cline => Source::Cline,
+        From::GeminiCli => Source::GeminiCli,
     })
 }
 
@@ -264,6 +269,7 @@ fn client_name(source: Source) -> String {
         Source::ClaudeCode => "claude-code".into(),
         Source::Codex => "codex".into(),
         Source::Cline => "cline".into(),
+        Source::GeminiCli => "gemini-cli".into(),
         Source::Openai | Source::Anthropic | Source::OpenaiResponses | Source::Gemini | Source::Bedrock => {
             "unknown".into()
         }

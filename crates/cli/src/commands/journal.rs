@@ -131,7 +131,7 @@ pub enum Sub {
     /// compactions as compaction events (the pre-compaction history archived in CCR). Importing
     /// the same file again appends nothing; a longer version appends only what is new.
     #[command(
-        after_help = "Files: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex CLI ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl.\nExample:\n  salvage journal import --from claude-code ~/.claude/projects/-home-me-app/5c0375b4-….jsonl\n  salvage journal log 5c0375b4-…"
+        after_help = "Files: Claude Code ~/.claude/projects/<project>/<session>.jsonl, Codex CLI ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl, Gemini CLI ~/.gemini/tmp/<project>/chats/session-*.json[l].\nExample:\n  salvage journal import --from claude-code ~/.claude/projects/-home-me-app/5c0375b4-….jsonl\n  salvage journal log 5c0375b4-…"
     )]
     Import {
         /// What FILE is.
@@ -197,6 +197,9 @@ pub enum SessionFrom {
     ClaudeCode,
     /// Codex CLI rollout (JSONL).
     Codex,
+    /// Gemini CLI chat record (`chats/session-*.json[l]`).
+    #[value(name = "gemini-cli", alias = "gemini_cli")]
+    GeminiCli,
 }
 
 /// A journal error as the CLI reports it: the user's input (exit 2) or a problem (exit 1).

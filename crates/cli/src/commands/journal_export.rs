@@ -99,6 +99,7 @@ pub fn import(
     let source = match from {
         SessionFrom::ClaudeCode => salvage_wire::Source::ClaudeCode,
         SessionFrom::Codex => salvage_wire::Source::Codex,
+        SessionFrom::GeminiCli => salvage_wire::Source::GeminiCli,
     };
     let read = salvage_wire::read_session(source, &bytes, &name).map_err(Failure::input)?;
     let id = session

@@ -89,6 +89,8 @@ crate::string_enum! {
         Codex => "codex",
         /// A Cline or Roo Code `api_conversation_history.json`.
         Cline => "cline",
+        /// A Gemini CLI chat record (`chats/session-*.json[l]`) or `/chat save` checkpoint.
+        GeminiCli => "gemini_cli",
     }
 }
 

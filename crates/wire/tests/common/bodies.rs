@@ -19,7 +19,7 @@ pub fn samples(source: Source) -> Vec<(String, Vec<u8>)> {
         Source::Bedrock => ("bedrock", &[]),
         Source::Chatcli => ("chatcli", &["chatcli-session-v2.json"]),
         // Session files are not bodies: tests/sessions.rs covers them.
-        Source::ClaudeCode | Source::Codex | Source::Cline => return Vec::new(),
+        Source::ClaudeCode | Source::Codex | Source::Cline | Source::GeminiCli => return Vec::new(),
     };
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir(root().join("samples").join(dir)) {
