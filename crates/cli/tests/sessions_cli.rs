@@ -322,3 +322,29 @@ fn a_gemini_cli_session_imports_replays_and_journals() {
         format!("{}{}", String::from_utf8_lossy(&again.stdout), String::from_utf8_lossy(&again.stderr));
     assert!(again.status.success() && again_err.contains("0 event(s) appended"), "{again_err}");
 }
+
+/// `import` says when the capture holds less than the session file (a compaction: the history
+/// after it) and when a tool call has no result (a file written mid-call): a real sweep found
+/// "246 in the history" printed above a capture of 4 messages, and an unanswered call unsaid.
+#[test]
+fn import_says_what_the_capture_holds_of_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("c.json");
+    let o = salvage(&["import", &sample("claude-code/fixture-branch-and-compaction.jsonl"), "-o", &s(&cap)]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "the capture holds the history after the session's last compaction (3 messages; 1 compaction(s)"
+        ),
+        "{err}"
+    );
+    let o = salvage(&[
+        "import",
+        &sample("claude-code/v2.1.53-real-compaction-dangling-logical-parent.jsonl"),
+        "-o",
+        &s(&cap),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(err.contains("1 tool call(s) have no result in the file"), "{err}");
+}

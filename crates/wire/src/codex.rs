@@ -16,7 +16,7 @@
 //!
 //! The older layout (a first line `{id, timestamp}`, then bare response items) is read too.
 
-use crate::session::{line_id, lines, parse_line, Disposition, Report, Session};
+use crate::session::{line_id, lines, note_joined, parse_line, Disposition, Report, Session};
 use crate::{responses, shape, Cx};
 use salvage_types::capture::{check_utf8, CaptureError, RequestFormat};
 use salvage_types::message::{Message, Role};
@@ -98,6 +98,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
         errors: Vec::new(),
     };
     let all: Vec<(usize, &str)> = lines(text).collect();
+    note_joined(&all, &mut r.report);
     for (k, (line, t)) in all.iter().enumerate() {
         let Some(o) = parse_line(cx, *line, t, k.saturating_add(1) == all.len(), &mut r.report)? else {
             continue;

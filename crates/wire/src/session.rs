@@ -244,12 +244,54 @@ pub(crate) fn line_id(line: usize, text: &str) -> String {
     format!("L{line}-{}", h.as_str().get(..12).unwrap_or(h.as_str()))
 }
 
-/// Splits JSONL into `(line number, text)` of non-blank lines.
+/// Splits JSONL into `(line number, text)` of non-blank lines. A line that holds several JSON
+/// values written without a newline between them (`…}{…`: two writers racing, as a real Claude
+/// Code transcript showed) is split into them, each under the same line number
+/// ([`note_joined`] says so).
 pub(crate) fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.split('\n')
         .enumerate()
         .map(|(i, l)| (i.saturating_add(1), l.trim_end_matches('\r')))
         .filter(|(_, l)| !l.trim().is_empty())
+        .flat_map(|(n, l)| split_joined(l).into_iter().map(move |p| (n, p)))
+}
+
+/// The JSON values one line holds, when it holds several and nothing else; the line itself
+/// otherwise (a single value, or text that is not JSON: the reader reports it).
+fn split_joined(line: &str) -> Vec<&str> {
+    use serde::de::IgnoredAny;
+    if !line.contains("}{") || serde_json::from_str::<IgnoredAny>(line).is_ok() {
+        return vec![line];
+    }
+    let mut out = Vec::new();
+    let mut values = serde_json::Deserializer::from_str(line).into_iter::<IgnoredAny>();
+    let mut start = 0usize;
+    while let Some(v) = values.next() {
+        let end = values.byte_offset();
+        match (v, line.get(start..end)) {
+            (Ok(_), Some(piece)) => out.push(piece.trim()),
+            _ => return vec![line],
+        }
+        start = end;
+    }
+    if out.len() < 2 || !line.get(start..).unwrap_or_default().trim().is_empty() {
+        return vec![line];
+    }
+    out
+}
+
+/// Notes each line [`lines`] split into several records.
+pub(crate) fn note_joined(all: &[(usize, &str)], report: &mut Report) {
+    for w in all.windows(2) {
+        if let (Some(a), Some(b)) = (w.first(), w.get(1)) {
+            if a.0 == b.0 {
+                report.note(format!(
+                    "line {}: several records written without a newline between them; each is read",
+                    a.0
+                ));
+            }
+        }
+    }
 }
 
 /// Parses one JSONL line into an object. A malformed last line (a file still being written) is

@@ -242,3 +242,22 @@ fn claude_code_compaction_with_a_missing_logical_parent_keeps_what_was_written_b
     let after = s.history();
     assert!(after[0].meta.is_summary && after[0].content.starts_with("This session is being continued"));
 }
+
+/// Two records written without a newline between them (a real Claude Code race, found by a
+/// sweep of public transcripts: the whole file was refused) are both read, and said.
+#[test]
+fn records_joined_on_one_line_are_each_read() {
+    let p = samples().join("claude-code/v1.0.108-real-tools-split-blocks-inline-sidechain.jsonl");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let joined: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| if i == 5 { (*l).to_string() } else { format!("{l}\n") })
+        .collect();
+    assert_ne!(joined, text);
+    let whole = read_str(Source::ClaudeCode, &text);
+    let s = read_str(Source::ClaudeCode, &joined);
+    assert_eq!(texts(&s.history()), texts(&whole.history()));
+    assert!(s.report.notes.iter().any(|n| n.starts_with("line 6: several records")), "{:?}", s.report.notes);
+}

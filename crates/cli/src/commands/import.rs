@@ -228,7 +228,33 @@ fn read_as(source: Source, bytes: Vec<u8>, name: &str) -> Result<Read, Failure> 
         let session = salvage_wire::read_session(source, &bytes, name).map_err(Failure::input)?;
         drop(bytes);
         eprint!("{name}: {}", session.report.describe());
-        Ok((source, session.imported(), session.final_error().cloned()))
+        let imported = session.imported();
+        // What the capture holds of the session, when a compaction or a mid-call end makes it
+        // less than the report's counts suggest.
+        let compactions = session
+            .steps
+            .iter()
+            .filter(|s| matches!(s.change, salvage_types::timeline::Change::Compaction { .. }))
+            .count();
+        if compactions > 0 {
+            eprintln!(
+                "{name}: the capture holds the history after the session's last compaction ({} messages; {compactions} \
+                 compaction(s) in the file: `salvage journal import` keeps what came before)",
+                imported.history.len()
+            );
+        }
+        let answered: std::collections::HashSet<&str> =
+            imported.history.iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+        let open = imported
+            .history
+            .iter()
+            .flat_map(|m| &m.tool_calls)
+            .filter(|c| !answered.contains(c.id.as_str()))
+            .count();
+        if open > 0 {
+            eprintln!("{name}: {open} tool call(s) have no result in the file (it was written mid-call, or the call was cut)");
+        }
+        Ok((source, imported, session.final_error().cloned()))
     } else {
         Ok((source, salvage_wire::import_owned(source, bytes, name).map_err(Failure::input)?, None))
     }

@@ -20,7 +20,7 @@
 mod build;
 mod chain;
 
-use crate::session::{line_id, lines, parse_line, Disposition, Report, Session, Sidechain};
+use crate::session::{line_id, lines, note_joined, parse_line, Disposition, Report, Session, Sidechain};
 use crate::{kind, Cx};
 use build::Builder;
 use chain::{active_chain, recover_parallel, root_of};
@@ -166,6 +166,7 @@ fn parse_records<'t>(
     report: &mut Report,
 ) -> Result<(Vec<Rec>, Vec<&'t str>), CaptureError> {
     let raw: Vec<(usize, &str)> = lines(text).collect();
+    note_joined(&raw, report);
     let mut recs: Vec<Rec> = Vec::with_capacity(raw.len());
     let mut raw_of: Vec<&str> = Vec::with_capacity(raw.len());
     for (k, &(line, t)) in raw.iter().enumerate() {
@@ -251,6 +252,12 @@ fn account_rest(recs: &[Rec], counted: &[bool], main_exists: bool, report: &mut 
         }
         let d = if r.side && main_exists {
             Disposition::Apart
+        } else if r.kind == "progress" {
+            // Hook and tool progress hang off the chain as leaves: never sent, never a rewind (a
+            // real 2.1.56 file had 211 of them called abandoned branches).
+            Disposition::Skipped(
+                "a progress update beside the conversation (hooks, tools), not sent to the model".into(),
+            )
         } else if r.is_participant() {
             Disposition::Skipped(
                 "not on the active branch (abandoned by a rewind or an edited prompt)".into(),
