@@ -49,13 +49,13 @@ pub fn unheld(capture: &Capture) -> Vec<Unheld> {
                 && !NOT_CONTENT_KEYS.contains(&key.as_str())
                 && !SERVER_CONTEXT.iter().any(|(k, _)| k == key)
             {
-                walk(v, &format!("request.{key}"), None, &mut out);
+                walk(v, &format!("request.{key}"), &mut Vec::new(), None, &mut out);
             }
         }
     }
     for (i, m) in capture.history.iter().enumerate() {
         if let Some(w) = &m.wire {
-            walk(w, &format!("history[{i}].wire"), None, &mut out);
+            walk(w, &format!("history[{i}].wire"), &mut Vec::new(), None, &mut out);
         }
     }
     out
@@ -111,12 +111,38 @@ fn keyed_kind(k: &str) -> Option<&'static str> {
     }
 }
 
-/// Looks for references in `v`; `block` is the kind of the block that holds it.
-fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
+/// One step of a path into a value.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// A path as text: `root.key[3].key`. Built only for a reference found: a walk over a large
+/// request allocates nothing per node.
+fn render(root: &str, path: &[Seg<'_>]) -> String {
+    let mut out = root.to_string();
+    for s in path {
+        match s {
+            Seg::Key(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// Looks for references in `v` (at `path` under `root`); `block` is the kind of the block that
+/// holds it.
+fn walk<'a>(v: &'a Value, root: &str, path: &mut Vec<Seg<'a>>, block: Option<&str>, out: &mut Vec<Unheld>) {
     match v {
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                walk(x, &format!("{path}[{i}]"), block, out);
+                path.push(Seg::Index(i));
+                walk(x, root, path, block, out);
+                path.pop();
             }
         }
         Value::Object(o) => {
@@ -124,16 +150,22 @@ fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
             if o.contains_key("$") {
                 return;
             }
+            let parent = match path.last() {
+                Some(Seg::Key(k)) => Some(*k),
+                _ => None,
+            };
             let own = o.get("type").and_then(Value::as_str);
             if own.is_some_and(|t| NOT_CONTEXT.contains(&t)) {
                 return;
             }
             if own == Some("item_reference") {
                 if let Some(id) = o.get("id").filter(|v| names_something(v)) {
+                    path.push(Seg::Key("id"));
                     out.push(Unheld {
-                        path: format!("{path}.id"),
+                        path: render(root, path),
                         what: format!("an item the provider keeps ({})", short(id)),
                     });
+                    path.pop();
                 }
                 return;
             }
@@ -148,31 +180,35 @@ fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
                 if NOT_CONTENT_KEYS.contains(&k.as_str()) {
                     continue;
                 }
-                let here = format!("{path}.{k}");
                 let named = x.as_str().filter(|s| !s.trim().is_empty());
                 let address =
                     named.or_else(|| x.get("url").and_then(Value::as_str).filter(|s| !s.trim().is_empty()));
-                match (k.as_str(), named) {
+                let found = match (k.as_str(), named) {
                     ("file_id" | "file_url", Some(_)) if !image => {
-                        out.push(Unheld { path: here, what: format!("a file by {k} ({})", short(x)) });
+                        Some(format!("a file by {k} ({})", short(x)))
                     }
                     ("fileUri" | "file_uri", Some(_)) if !image => {
-                        out.push(Unheld { path: here, what: format!("a file by address ({})", short(x)) });
+                        Some(format!("a file by address ({})", short(x)))
                     }
-                    ("uri", Some(_)) if path.ends_with("s3Location") && !image => {
-                        out.push(Unheld { path: here, what: format!("a file in S3 ({})", short(x)) });
+                    ("uri", Some(_)) if parent == Some("s3Location") && !image => {
+                        Some(format!("a file in S3 ({})", short(x)))
                     }
                     // An Anthropic document's source by address (a `source` of type `url`).
-                    ("url", Some(_)) if own == Some("url") && path.ends_with(".source") && !image => {
-                        out.push(Unheld { path: here, what: format!("a document by URL ({})", short(x)) });
+                    ("url", Some(_)) if own == Some("url") && parent == Some("source") && !image => {
+                        Some(format!("a document by URL ({})", short(x)))
                     }
                     // Mistral's and OpenAI-compatible servers' parts by address.
                     ("document_url" | "video_url", _) if address.is_some() => {
                         let what = if k == "video_url" { "a video by URL" } else { "a document by URL" };
                         let shown = Value::String(address.unwrap_or_default().to_string());
-                        out.push(Unheld { path: here, what: format!("{what} ({})", short(&shown)) });
+                        Some(format!("{what} ({})", short(&shown)))
                     }
-                    _ => {
+                    _ => None,
+                };
+                path.push(Seg::Key(k));
+                match found {
+                    Some(what) => out.push(Unheld { path: render(root, path), what }),
+                    None => {
                         // A nested source inherits the block's kind (a document's `source`); a
                         // key that names a kind (Bedrock's `image`, `document`) sets it.
                         let inner = if let Some(keyed) = keyed_kind(k).filter(|_| x.is_object()) {
@@ -184,9 +220,10 @@ fn walk(v: &Value, path: &str, block: Option<&str>, out: &mut Vec<Unheld>) {
                         } else {
                             x.get("type").and_then(Value::as_str)
                         };
-                        walk(x, &here, inner, out);
+                        walk(x, root, path, inner, out);
                     }
                 }
+                path.pop();
             }
         }
         _ => {}

@@ -29,10 +29,17 @@
 //!   then sends every result twice. Here a result is sent once: a `functionResponse` whose call id
 //!   was already answered is dropped, and counted as such.
 //!
-//! A `$set.messages` that drops messages is a compaction (the CLI's compression); one that only
-//! rewrites them (a resume) changes nothing when the history it builds is the same. A
-//! `/chat save` checkpoint is already the history as sent (`{history: Content[]}`, or a bare
-//! array before v0.16).
+//! The steps are the record's messages in the versions they had when the next message came
+//! (the CLI merges a message's tool calls into it before that), so an earlier step never shows
+//! what a later rewrite made of it. A `$set.messages` that leaves out user turns is a compaction
+//! (the CLI's compression); one that only rewrites them (a resume merging calls, masked outputs)
+//! is a `rewrite` when the history it builds differs, and nothing when it does not. On a failure
+//! the CLI writes a `$set.messages` without the turn that failed, then its error line: that turn
+//! is kept, since the request that failed carried it (the filler model turn the CLI adds before
+//! it when a response was interrupted is not in the file, and not in the capture). A
+//! `$rewindTo` back to a state the session had is a rollback; into what a rewrite kept, the
+//! history is set as a `rewind`. A `/chat save` checkpoint is already the history as sent
+//! (`{history: Content[]}`, or a bare array before v0.16).
 
 use crate::gemini::{self, Ids};
 use crate::session::{Disposition, Report, SeenError, Session};
@@ -44,14 +51,14 @@ use salvage_types::History;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 
-/// What the file's lines say, in order.
+/// What the file's lines say, in order (with the line each came from).
 enum Event {
     /// A message line (added, or replacing the message with its id).
-    Upsert(String),
-    /// `$set.messages`: the list rebuilt.
-    Set(Vec<String>),
+    Upsert(String, Value),
+    /// `$set.messages`: the list rebuilt, each message in its version there.
+    Set(usize, Vec<(String, Value)>),
     /// `$rewindTo`: that message and every later one dropped.
-    Rewind(String),
+    Rewind(usize, String),
 }
 
 pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
@@ -90,10 +97,9 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
             out
         }
     };
-    let mut latest: HashMap<String, Value> = HashMap::new();
     let mut events = Vec::new();
     let mut id = None;
-    for (line, v) in &values {
+    for (line, v) in values {
         let Some(o) = v.as_object() else {
             report.count("record:(not an object)", Disposition::Skipped("not a record".into()));
             report.note(format!("line {line}: not an object; skipped"));
@@ -101,46 +107,60 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
         };
         if let Some(to) = o.get("$rewindTo").and_then(Value::as_str) {
             report.count("record:$rewindTo", Disposition::History);
-            events.push(Event::Rewind(to.to_string()));
+            events.push(Event::Rewind(line, to.to_string()));
         } else if let Some(mid) = o.get("id").and_then(Value::as_str) {
             report.count("record:message", Disposition::History);
-            latest.insert(mid.to_string(), v.clone());
-            events.push(Event::Upsert(mid.to_string()));
+            events.push(Event::Upsert(mid.to_string(), v.clone()));
         } else if let Some(set) = o.get("$set").and_then(Value::as_object) {
-            report.count("record:$set", Disposition::History);
-            if let Some(list) = set.get("messages").and_then(Value::as_array) {
-                events.push(Event::Set(message_ids(list, &mut latest)));
+            match set.get("messages").and_then(Value::as_array) {
+                Some(list) => {
+                    report.count("record:$set (messages)", Disposition::History);
+                    events.push(Event::Set(line, message_list(list)));
+                }
+                None => report.count(
+                    "record:$set (metadata)",
+                    Disposition::Skipped("session metadata (last update, summary…), not sent".into()),
+                ),
             }
         } else if o.get("sessionId").is_some_and(Value::is_string) {
-            report.count("record:header", Disposition::History);
+            report.count("record:header", Disposition::Skipped("the session's header, not sent".into()));
             id = o.get("sessionId").and_then(Value::as_str).map(str::to_string);
             if let Some(list) = o.get("messages").and_then(Value::as_array) {
-                events.push(Event::Set(message_ids(list, &mut latest)));
+                events.push(Event::Set(line, message_list(list)));
             }
         } else {
             report.count("record:(unknown)", Disposition::Skipped("a line this build does not read".into()));
             report.note(format!("line {line}: no id, $set, $rewindTo or sessionId; skipped"));
         }
     }
-    if latest.is_empty() {
+    if !events.iter().any(|e| matches!(e, Event::Upsert(..) | Event::Set(..))) {
         return Err(
             cx.err("(top level)", "no message in the file: not a Gemini CLI chat record with a conversation")
         );
     }
     let mut b = Builder {
         cx,
-        latest: &latest,
+        versions: HashMap::new(),
         conv: Conv::default(),
         cur: Vec::new(),
+        pending: None,
         steps: Vec::new(),
         report,
         errors: Vec::new(),
         model: None,
+        lengths: vec![0],
+        cleared: None,
     };
-    for e in events {
-        b.apply(e)?;
+    let events: Vec<Event> = events;
+    for (i, e) in events.iter().enumerate() {
+        // A `$set.messages` the CLI writes on a failure, right before its error line, leaves out
+        // the turn that failed: the request that failed carried it.
+        let before_error = matches!(e, Event::Set(..))
+            && events.get(i.saturating_add(1)).is_some_and(|n| matches!(n, Event::Upsert(_, v) if v.get("type").and_then(Value::as_str) == Some("error")));
+        b.apply(e, before_error)?;
     }
-    let Builder { steps, report, errors, model, .. } = b;
+    b.flush()?;
+    let Builder { steps, report, errors, model, cleared, .. } = b;
     // Only the CLI's own context turn (the stub file it writes when it resumes another): no
     // conversation to replay (the CLI does not offer it for resume either).
     let context_only = crate::session::Session {
@@ -158,6 +178,13 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     .history()
     .iter()
     .all(|m| m.role == Role::User && is_context(&m.content));
+    if let (Some(line), true) = (cleared, steps.is_empty() || context_only) {
+        return Err(cx.err(
+            &format!("line {line}"),
+            "the record's $rewindTo names no message in it, and the CLI then clears the whole conversation: \
+             nothing is left to replay",
+        ));
+    }
     if steps.is_empty() || context_only {
         return Err(cx.err(
             "(top level)",
@@ -179,19 +206,18 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     })
 }
 
-/// The ids of a `$set.messages` list, each message's version kept as the latest seen.
-fn message_ids(list: &[Value], latest: &mut HashMap<String, Value>) -> Vec<String> {
-    let mut ids = Vec::new();
+/// The messages of a `$set.messages` list, each in its version there.
+fn message_list(list: &[Value]) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
     for m in list {
         if let Some(id) = m.get("id").and_then(Value::as_str) {
-            latest.insert(id.to_string(), m.clone());
             // The CLI's resume writes the same `<id>_response` message twice in a row.
-            if ids.last() != Some(&id.to_string()) {
-                ids.push(id.to_string());
+            if out.last().map(|(last, _)| last.as_str()) != Some(id) {
+                out.push((id.to_string(), m.clone()));
             }
         }
     }
-    ids
+    out
 }
 
 /// A `/chat save` checkpoint: the history as sent, one step for each turn.
@@ -244,18 +270,35 @@ struct Conv {
 impl Conv {
     /// `content` without the `functionResponse` parts whose call was already answered, and
     /// with thought parts left out.
+    /// The media parts beside results that were all sent already (a binary tool output's
+    /// `inlineData`) go with them: a review saw a tool's image sent twice.
     fn dedupe(&mut self, content: &Value) -> Value {
         let mut c = content.clone();
         if let Some(parts) = c.get_mut("parts").and_then(Value::as_array_mut) {
+            let (mut results, mut repeated) = (0usize, 0usize);
             parts.retain(|p| {
                 if p.get("thought") == Some(&Value::Bool(true)) {
                     return false;
                 }
                 match p.get("functionResponse").and_then(|f| f.get("id")).and_then(Value::as_str) {
-                    Some(id) => self.answered.insert(id.to_string()),
+                    Some(id) => {
+                        results = results.saturating_add(1);
+                        let new = self.answered.insert(id.to_string());
+                        if !new {
+                            repeated = repeated.saturating_add(1);
+                        }
+                        new
+                    }
                     None => true,
                 }
             });
+            if results > 0 && repeated == results {
+                parts.retain(|p| {
+                    !["inlineData", "inline_data", "fileData", "file_data"]
+                        .iter()
+                        .any(|k| p.get(*k).is_some())
+                });
+            }
         }
         c
     }
@@ -311,84 +354,163 @@ fn is_context(text: &str) -> bool {
 /// The session built step by step from the events.
 struct Builder<'a> {
     cx: &'a Cx<'a>,
-    latest: &'a HashMap<String, Value>,
+    /// Each message's version now (a later line with its id replaces it).
+    versions: HashMap<String, Value>,
     conv: Conv,
     /// The message ids of the record now.
     cur: Vec<String>,
+    /// The last message added, not yet a step: the CLI merges its tool calls and results into it
+    /// before the next message, so it becomes a step in the version it has then.
+    pending: Option<String>,
     steps: Vec<Step>,
     report: Report,
     errors: Vec<SeenError>,
     model: Option<String>,
+    /// The history's length after each step since the last rewrite: the states a rewind can
+    /// return to.
+    lengths: Vec<usize>,
+    /// The line of a `$rewindTo` naming no message (the CLI clears everything then).
+    cleared: Option<usize>,
 }
 
 impl Builder<'_> {
-    fn apply(&mut self, e: Event) -> Result<(), CaptureError> {
+    fn apply(&mut self, e: &Event, before_error: bool) -> Result<(), CaptureError> {
         match e {
-            Event::Upsert(id) => {
-                if !self.cur.contains(&id) {
+            Event::Upsert(id, v) => {
+                self.versions.insert(id.clone(), v.clone());
+                if !self.cur.contains(id) {
+                    self.flush()?;
                     self.cur.push(id.clone());
-                    self.append(&id)?;
+                    self.pending = Some(id.clone());
                 }
             }
-            Event::Set(ids) if ids.starts_with(&self.cur) => {
-                let new: Vec<String> = ids.get(self.cur.len()..).unwrap_or_default().to_vec();
-                for id in new {
-                    self.cur.push(id.clone());
-                    self.append(&id)?;
-                }
-            }
-            Event::Set(ids) => {
-                let (before, _) = self.rebuild(&self.cur.clone())?;
-                let (after, conv) = self.rebuild(&ids)?;
-                let dropped = self.cur.iter().any(|id| !ids.contains(id));
-                self.cur = ids;
-                self.conv = conv;
-                if after != before {
-                    if dropped {
-                        self.steps.push(Step {
-                            id: format!("set{}", self.steps.len()),
-                            ts: None,
-                            change: Change::Compaction {
-                                trigger: None,
-                                pre_tokens: None,
-                                history: after,
-                                exact: true,
-                            },
-                        });
-                    } else {
-                        // A rewrite that keeps every message (a resume, masked outputs): the
-                        // history now is what it builds.
-                        self.steps.push(Step {
-                            id: format!("set{}", self.steps.len()),
-                            ts: None,
-                            change: Change::Compaction {
-                                trigger: Some("rewrite".into()),
-                                pre_tokens: None,
-                                history: after,
-                                exact: true,
-                            },
-                        });
+            Event::Set(line, list) => {
+                self.flush()?;
+                let mut ids: Vec<String> = list.iter().map(|(id, _)| id.clone()).collect();
+                if before_error {
+                    // The user turns added since the last one the list keeps: the request that
+                    // failed ended with them.
+                    let kept =
+                        self.cur.iter().rposition(|id| ids.contains(id)).map_or(0, |p| p.saturating_add(1));
+                    let taken: Vec<String> = self
+                        .cur
+                        .get(kept..)
+                        .unwrap_or_default()
+                        .iter()
+                        .filter(|id| self.kind_of(id) == Some("user"))
+                        .cloned()
+                        .collect();
+                    if !taken.is_empty() {
+                        self.report.note(format!(
+                            "line {line}: the CLI took the turn that failed back out of its history before its error line; \
+                             the capture keeps it, as the request that failed carried it"
+                        ));
+                        ids.extend(taken);
                     }
                 }
+                let extends = ids.starts_with(&self.cur);
+                let (before, _) = self.rebuild(&self.cur.clone())?;
+                for (id, v) in list {
+                    self.versions.insert(id.clone(), v.clone());
+                }
+                if extends {
+                    // Appended messages (and versions rewritten in place, as the CLI resyncs).
+                    let (after, conv) = self.rebuild(&ids)?;
+                    if after.starts_with(&before) {
+                        let new: Vec<String> = ids.get(self.cur.len()..).unwrap_or_default().to_vec();
+                        for id in new {
+                            self.cur.push(id.clone());
+                            self.append(&id)?;
+                        }
+                        return Ok(());
+                    }
+                    self.rewrite(ids, after, conv, &before, None);
+                    return Ok(());
+                }
+                let (after, conv) = self.rebuild(&ids)?;
+                if after != before {
+                    self.rewrite(ids, after, conv, &before, None);
+                } else {
+                    self.cur = ids;
+                    self.conv = conv;
+                }
             }
-            Event::Rewind(to) => {
-                let keep = self.cur.iter().position(|id| *id == to).unwrap_or(0);
+            Event::Rewind(line, to) => {
+                self.flush()?;
+                let keep = match self.cur.iter().position(|id| id == to) {
+                    Some(p) => p,
+                    None => {
+                        self.cleared = Some(*line);
+                        self.report.note(format!(
+                            "line {line}: $rewindTo {to} names no message in the record; the CLI clears the conversation then"
+                        ));
+                        0
+                    }
+                };
                 let gone: Vec<String> = self.cur.split_off(keep);
                 let turns = gone.iter().filter(|id| self.kind_of(id) == Some("user")).count() as u64;
                 let (history, conv) = self.rebuild(&self.cur.clone())?;
                 self.conv = conv;
-                self.steps.push(Step {
-                    id: format!("rewind{}", self.steps.len()),
-                    ts: None,
-                    change: Change::Rollback { turns, history },
-                });
+                let len = history.len();
+                let change = if self.lengths.contains(&len) {
+                    // A state the session had, since its last rewrite.
+                    while self.lengths.last().is_some_and(|l| *l > len) {
+                        self.lengths.pop();
+                    }
+                    Change::Rollback { turns, history }
+                } else {
+                    // Back into the middle of a rewrite (a rewind into what a compaction kept):
+                    // no state the session had, so the history is set as it now is.
+                    self.lengths = vec![len];
+                    Change::Compaction {
+                        trigger: Some("rewind".into()),
+                        pre_tokens: None,
+                        history,
+                        exact: true,
+                    }
+                };
+                self.steps.push(Step { id: format!("rewind{}", self.steps.len()), ts: None, change });
             }
         }
         Ok(())
     }
 
+    /// The history set as a list builds it: a compaction when it leaves out user turns the
+    /// history had (the CLI's compression), a rewrite otherwise (messages merged, outputs
+    /// masked).
+    fn rewrite(
+        &mut self,
+        ids: Vec<String>,
+        after: History,
+        conv: Conv,
+        before: &History,
+        trigger: Option<String>,
+    ) {
+        let lost = before
+            .iter()
+            .filter(|m| m.role == Role::User && !m.content.is_empty())
+            .any(|m| !after.iter().any(|a| a.role == Role::User && a.content == m.content));
+        let trigger = trigger.or_else(|| (!lost).then(|| "rewrite".to_string()));
+        self.cur = ids;
+        self.conv = conv;
+        self.lengths = vec![after.len()];
+        self.steps.push(Step {
+            id: format!("set{}", self.steps.len()),
+            ts: None,
+            change: Change::Compaction { trigger, pre_tokens: None, history: after, exact: true },
+        });
+    }
+
+    /// The pending message as a step, in its version now.
+    fn flush(&mut self) -> Result<(), CaptureError> {
+        if let Some(id) = self.pending.take() {
+            self.append(&id)?;
+        }
+        Ok(())
+    }
+
     fn kind_of(&self, id: &str) -> Option<&str> {
-        self.latest.get(id).and_then(|m| m.get("type")).and_then(Value::as_str)
+        self.versions.get(id).and_then(|m| m.get("type")).and_then(Value::as_str)
     }
 
     /// The history a list of messages builds, from scratch, and the converter after it.
@@ -407,7 +529,7 @@ impl Builder<'_> {
     /// Appends the steps of message `id`, counting what it holds.
     fn append(&mut self, id: &str) -> Result<(), CaptureError> {
         let turns = self.contents_of(id, true)?;
-        let record = self.latest.get(id);
+        let record = self.versions.get(id);
         let ts = record.and_then(|m| m.get("timestamp")).and_then(Value::as_str).map(str::to_string);
         // The id names the message's version too: a message the CLI rewrote later (its tool
         // calls merged in) is another step, so a journal import of the longer file sees it.
@@ -417,6 +539,12 @@ impl Builder<'_> {
             let mut s = step(format!("{id}#{n}-{short}"), msgs);
             s.ts.clone_from(&ts);
             self.steps.push(s);
+            let len = self.lengths.last().copied().unwrap_or(0);
+            let added = match &self.steps.last().map(|s| &s.change) {
+                Some(Change::Input(m)) | Some(Change::Response { messages: m, .. }) => m.len(),
+                _ => 0,
+            };
+            self.lengths.push(len.saturating_add(added));
         }
         Ok(())
     }
@@ -424,7 +552,8 @@ impl Builder<'_> {
     /// The turns message `id` sends (its model turn, then its tool results), read into
     /// messages; `count` reports its parts (once, when it is first appended).
     fn contents_of(&mut self, id: &str, count: bool) -> Result<Vec<(Role, History)>, CaptureError> {
-        let Some(m) = self.latest.get(id) else { return Ok(Vec::new()) };
+        let Some(m) = self.versions.get(id).cloned() else { return Ok(Vec::new()) };
+        let m = &m;
         let path = format!("message {id}");
         let kind = m.get("type").and_then(Value::as_str).unwrap_or("");
         let parts = parts_of(m.get("content"));

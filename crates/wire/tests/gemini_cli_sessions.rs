@@ -80,8 +80,9 @@ fn each_tool_result_is_sent_once() {
     assert_eq!(tools.len(), 2, "{:#?}", sent(&h));
     assert_eq!(tools[0], "hello from the salvage fixture\n");
     assert!(tools[1].starts_with("File not found"), "{}", tools[1]);
+    // The results of the two calls, recorded a second time as a user message.
     let copies = s.report.kinds.get("block:functionResponse (again)").unwrap();
-    assert_eq!(copies.seen, 4, "{copies:?}");
+    assert_eq!(copies.seen, 2, "{copies:?}");
     assert_eq!(s.model.as_deref(), Some("gemini-2.5-flash"));
 
     let legacy = read_file(Source::GeminiCli, &sample("v0.38.2-session.json")).history();
@@ -182,4 +183,77 @@ fn the_resume_stub_is_refused() {
     ]);
     let e = read_session(Source::GeminiCli, text.as_bytes(), "stub.jsonl").unwrap_err().to_string();
     assert!(e.contains("no conversation in the record: only the CLI's session context"), "{e}");
+}
+
+/// Review findings on real interactive sessions of CLI 0.61.0: on a failure the CLI writes a
+/// `$set.messages` without the turn that failed, then its error line (the capture lost the prompt
+/// whose request failed); a message rewritten later (its call merged in) was used in its final
+/// version for the earlier steps (a call appeared twice); a repeated result's image was sent
+/// again; a rewind into what a compaction kept was refused.
+#[test]
+fn real_session_shapes_the_review_found() {
+    let mut sleeping = gemini("g2", "Sleeping.");
+    sleeping["content"] = json!("Sleeping.");
+    let mut call = gemini("g3", "");
+    // A tool's binary output: the result carries the image beside its response, in `toolCalls`
+    // and again in the user message the CLI records.
+    call["toolCalls"] = json!([{"id": "c9", "name": "run_shell_command", "args": {"command": "sleep 120"}, "status": "cancelled",
+        "result": [{"functionResponse": {"id": "c9", "name": "run_shell_command", "response": {"error": "[Operation Cancelled]"}}},
+                   {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]}]);
+    let result = json!({"id": "r3", "timestamp": "t", "type": "user",
+        "content": [{"functionResponse": {"id": "c9", "name": "run_shell_command", "response": {"error": "[Operation Cancelled]"}}},
+                    {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]});
+    let mut merged = gemini("g2", "Sleeping.");
+    merged["content"] = json!([{"text": "Sleeping."}, {"functionCall": {"id": "c9", "name": "run_shell_command", "args": {"command": "sleep 120"}}}]);
+    let text = record(&[
+        header(),
+        user("u1", "please sleep"),
+        sleeping,
+        call,
+        result.clone(),
+        user("u2", "hello again"),
+        json!({"$set": {"messages": [user("u1", "please sleep"), merged, result]}}),
+        json!({"id": "e1", "timestamp": "t", "type": "error", "content": "[API Error: quota]"}),
+    ]);
+    let s = read_str(Source::GeminiCli, &text);
+    let h = s.history();
+    assert_eq!(h.last().map(|m| m.content.as_str()), Some("hello again"), "{:#?}", sent(&h));
+    assert!(
+        s.report.notes.iter().any(|n| n.contains("took the turn that failed back out")),
+        "{:?}",
+        s.report.notes
+    );
+    assert_eq!(h.iter().map(|m| m.tool_calls.len()).sum::<usize>(), 1, "{:#?}", sent(&h));
+    assert_eq!(
+        h.iter().map(|m| m.images.len()).sum::<usize>(),
+        1,
+        "the result's image once: {:#?}",
+        sent(&h)
+    );
+    // Before the rewrite, the steps hold each message as it was then: the call once.
+    let at = s.steps.iter().position(|st| matches!(st.change, Change::Compaction { .. })).unwrap();
+    let before = salvage_types::timeline::fold(&s.steps[..at]);
+    assert_eq!(before.iter().map(|m| m.tool_calls.len()).sum::<usize>(), 1, "{:#?}", sent(&before));
+    assert_eq!(before.iter().map(|m| m.images.len()).sum::<usize>(), 1, "{:#?}", sent(&before));
+    assert!(s.final_error().is_some());
+
+    // A rewind into the tail a compaction kept: a state the session never had as such.
+    let text = record(&[
+        header(),
+        user("u1", "one"),
+        gemini("g1", "1"),
+        user("u2", "two"),
+        gemini("g2", "2"),
+        json!({"$set": {"messages": [user("s1", "<state_snapshot>one</state_snapshot>"), gemini("s2", "Got it."), user("u2", "two"), gemini("g2", "2")]}}),
+        user("u3", "three"),
+        gemini("g3", "3"),
+        json!({"$rewindTo": "g2"}),
+    ]);
+    let s = read_str(Source::GeminiCli, &text);
+    let last = s.steps.last().map(|st| &st.change).unwrap();
+    assert!(matches!(last, Change::Compaction { trigger: Some(t), .. } if t == "rewind"), "{last:?}");
+    assert_eq!(
+        texts(&s.history()),
+        ["user:<state_snapshot>one</state_snapshot>", "assistant:Got it.", "user:two"]
+    );
 }
