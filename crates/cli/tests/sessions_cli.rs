@@ -299,25 +299,20 @@ fn a_gemini_cli_session_imports_replays_and_journals() {
     assert_eq!(fidelity["ok"], true, "{fidelity}");
 
     let db = dir.path().join("j.db");
-    let first = salvage(&[
-        "journal",
-        "import",
-        "--from",
-        "gemini-cli",
-        &sample("gemini-cli/v0.61.0-session-main.jsonl"),
-        "--db",
-        &s(&db),
-    ]);
+    let journal_import = || {
+        salvage(&[
+            "journal",
+            "import",
+            "--from",
+            "gemini-cli",
+            &sample("gemini-cli/v0.61.0-session-main.jsonl"),
+            "--db",
+            &s(&db),
+        ])
+    };
+    let first = journal_import();
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
-    let again = salvage(&[
-        "journal",
-        "import",
-        "--from",
-        "gemini-cli",
-        &sample("gemini-cli/v0.61.0-session-main.jsonl"),
-        "--db",
-        &s(&db),
-    ]);
+    let again = journal_import();
     let again_err =
         format!("{}{}", String::from_utf8_lossy(&again.stdout), String::from_utf8_lossy(&again.stderr));
     assert!(again.status.success() && again_err.contains("0 event(s) appended"), "{again_err}");

@@ -169,12 +169,7 @@ fn walk<'a>(v: &'a Value, root: &str, path: &mut Vec<Seg<'a>>, block: Option<&st
                 }
                 return;
             }
-            let image = is_image_type(own)
-                || is_image_type(block)
-                || o.get("mimeType")
-                    .or_else(|| o.get("mime_type"))
-                    .and_then(Value::as_str)
-                    .is_some_and(|m| m.starts_with("image/"));
+            let image = is_image_type(own) || is_image_type(block) || crate::upstream::is_image_mime(o);
             let kind = if image { Some("image") } else { own.or(block) };
             for (k, x) in o {
                 if NOT_CONTENT_KEYS.contains(&k.as_str()) {

@@ -187,8 +187,8 @@ pub fn wire_tokens(w: &serde_json::Value) -> u64 {
     }
 }
 
-/// True for a Gemini `fileData` of an image type.
-fn is_image_mime(fd: &serde_json::Map<String, serde_json::Value>) -> bool {
+/// True for a block (a Gemini `fileData`, a part) whose `mimeType`/`mime_type` is an image type.
+pub(crate) fn is_image_mime(fd: &serde_json::Map<String, serde_json::Value>) -> bool {
     fd.get("mimeType")
         .or_else(|| fd.get("mime_type"))
         .and_then(serde_json::Value::as_str)

@@ -151,7 +151,6 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
         lengths: vec![0],
         cleared: None,
     };
-    let events: Vec<Event> = events;
     for (i, e) in events.iter().enumerate() {
         // A `$set.messages` the CLI writes on a failure, right before its error line, leaves out
         // the turn that failed: the request that failed carried it.
@@ -163,21 +162,8 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
     let Builder { steps, report, errors, model, cleared, .. } = b;
     // Only the CLI's own context turn (the stub file it writes when it resumes another): no
     // conversation to replay (the CLI does not offer it for resume either).
-    let context_only = crate::session::Session {
-        format: RequestFormat::GeminiCli,
-        id: None,
-        client: "gemini-cli",
-        model: None,
-        provider: None,
-        steps: steps.clone(),
-        sidechains: Vec::new(),
-        fields: Map::new(),
-        report: Report::default(),
-        errors: Vec::new(),
-    }
-    .history()
-    .iter()
-    .all(|m| m.role == Role::User && is_context(&m.content));
+    let context_only =
+        salvage_types::timeline::fold(&steps).iter().all(|m| m.role == Role::User && is_context(&m.content));
     if let (Some(line), true) = (cleared, steps.is_empty() || context_only) {
         return Err(cx.err(
             &format!("line {line}"),
@@ -192,7 +178,18 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
              resumes another session; import that one)",
         ));
     }
-    Ok(Session {
+    Ok(session(id, model, steps, report, errors))
+}
+
+/// A Gemini CLI session of these parts (no sidechains, no request fields: the file holds neither).
+fn session(
+    id: Option<String>,
+    model: Option<String>,
+    steps: Vec<Step>,
+    report: Report,
+    errors: Vec<SeenError>,
+) -> Session {
+    Session {
         format: RequestFormat::GeminiCli,
         id,
         client: "gemini-cli",
@@ -203,7 +200,7 @@ pub(crate) fn read(cx: &Cx<'_>, bytes: &[u8]) -> Result<Session, CaptureError> {
         fields: Map::new(),
         report,
         errors,
-    })
+    }
 }
 
 /// The messages of a `$set.messages` list, each in its version there.
@@ -235,18 +232,7 @@ fn checkpoint(cx: &Cx<'_>, contents: &[Value], mut report: Report) -> Result<Ses
     if steps.is_empty() {
         return Err(cx.err("history", "the checkpoint's history is empty: nothing to import"));
     }
-    Ok(Session {
-        format: RequestFormat::GeminiCli,
-        id: None,
-        client: "gemini-cli",
-        model: None,
-        provider: Some("gemini".into()),
-        steps,
-        sidechains: Vec::new(),
-        fields: Map::new(),
-        report,
-        errors: Vec::new(),
-    })
+    Ok(session(None, None, steps, report, Vec::new()))
 }
 
 /// One step of messages: a model turn is a response, anything else input.
@@ -424,12 +410,12 @@ impl Builder<'_> {
                         }
                         return Ok(());
                     }
-                    self.rewrite(ids, after, conv, &before, None);
+                    self.rewrite(ids, after, conv, &before);
                     return Ok(());
                 }
                 let (after, conv) = self.rebuild(&ids)?;
                 if after != before {
-                    self.rewrite(ids, after, conv, &before, None);
+                    self.rewrite(ids, after, conv, &before);
                 } else {
                     self.cur = ids;
                     self.conv = conv;
@@ -478,19 +464,12 @@ impl Builder<'_> {
     /// The history set as a list builds it: a compaction when it leaves out user turns the
     /// history had (the CLI's compression), a rewrite otherwise (messages merged, outputs
     /// masked).
-    fn rewrite(
-        &mut self,
-        ids: Vec<String>,
-        after: History,
-        conv: Conv,
-        before: &History,
-        trigger: Option<String>,
-    ) {
+    fn rewrite(&mut self, ids: Vec<String>, after: History, conv: Conv, before: &History) {
         let lost = before
             .iter()
             .filter(|m| m.role == Role::User && !m.content.is_empty())
             .any(|m| !after.iter().any(|a| a.role == Role::User && a.content == m.content));
-        let trigger = trigger.or_else(|| (!lost).then(|| "rewrite".to_string()));
+        let trigger = (!lost).then(|| "rewrite".to_string());
         self.cur = ids;
         self.conv = conv;
         self.lengths = vec![after.len()];
